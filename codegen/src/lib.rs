@@ -16,8 +16,8 @@
 //!    branch that keeps the raw object) and the open string enums, which typify cannot express.
 //!
 //! Callers: `cargo xtask codegen` (which writes the formatted expansion into
-//! `crates/wire/src/generated.rs`, checked in, its UniFFI declarations from [`ffi`] into
-//! `crates/ffi/src/generated_wire.rs`, and the protocol reference and the TypeScript package into
+//! `crates/wire/src/generated.rs`, checked in, the value model's codec from [`values`] into
+//! `crates/ffi/src/generated_values.rs` and each language's value types, and the protocol reference and the TypeScript package into
 //! `generated/`) and the `wire_types!` proc-macro (the same expansion, for a crate that
 //! generates at build time).
 //!
@@ -28,14 +28,12 @@
 pub mod assemble;
 #[cfg(feature = "render")]
 pub mod docs;
-pub mod ffi;
-pub mod line_json;
 pub mod model;
-pub mod open_enums;
 mod post;
 #[cfg(feature = "render")]
 pub mod typescript;
 mod unions;
+pub mod values;
 
 use proc_macro2::TokenStream;
 use quote::quote;

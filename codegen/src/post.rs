@@ -17,8 +17,7 @@
 //! - Every type typify emits derives `schemars::JsonSchema` behind the `schemars` feature of the
 //!   crate that expands the types; the wire crate's reverse drift test compares that schema
 //!   (emitted from the Rust types) with the canonical one.
-//! - Every named-field struct is `#[non_exhaustive]` (unless the expanding crate's
-//!   `uniffi-remote` feature is on) and gets `new(required members…)` plus a `#[must_use]`
+//! - Every named-field struct is `#[non_exhaustive]` and gets `new(required members…)` plus a `#[must_use]`
 //!   setter per optional member, the way the official ACP schema crate shapes its types: code
 //!   outside the crate builds values through them, so a member added upstream is not a
 //!   breaking change for it.
@@ -356,11 +355,10 @@ fn serialize_fields(s: &ItemStruct) -> Option<TokenStream> {
     })
 }
 
-/// `#[non_exhaustive]`, except under the expanding crate's `uniffi-remote` feature: the FFI
-/// crate's `#[uniffi::remote(Record)]` declarations build the structs with struct literals,
-/// which `#[non_exhaustive]` forbids outside the defining crate.
+/// `#[non_exhaustive]`: outside the defining crate a struct is built through `new` and its
+/// setters (the FFI crate's decoders too), so a member added upstream breaks no caller.
 fn mark_non_exhaustive(s: &mut ItemStruct) {
-    s.attrs.push(parse_quote!(#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]));
+    s.attrs.push(parse_quote!(#[non_exhaustive]));
 }
 
 /// Scalars a constructor or setter takes as they are: with `impl Into<u64>` an integer literal

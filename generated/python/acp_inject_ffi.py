@@ -29,7 +29,6 @@ import traceback
 import typing
 import asyncio
 import platform
-import acp_inject.enums
 
 
 # Used for default argument values
@@ -527,193 +526,189 @@ def _uniffi_check_contract_api_version(lib):
         raise InternalError("UniFFI contract version mismatch: try cleaning and rebuilding your project")
 
 def _uniffi_check_api_checksums(lib):
-    if lib.uniffi_acp_inject_ffi_checksum_func_connect() != 16908:
+    if lib.uniffi_acp_inject_ffi_checksum_func_connect() != 25559:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_func_connect_url() != 19648:
+    if lib.uniffi_acp_inject_ffi_checksum_func_connect_url() != 47841:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_func_default_agent_config() != 49862:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_func_default_connect_options() != 4057:
+    if lib.uniffi_acp_inject_ffi_checksum_func_default_agent_config() != 40580:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_func_library_version() != 52156:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime() != 36246:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 20804:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 50880:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 19302:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 42405:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 23955:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 40889:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 21520:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 40250:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 17791:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 47137:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 33590:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 7596:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 29884:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 37019:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 60819:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 7923:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 30013:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 33069:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 14150:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 56507:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 33464:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 9192:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 22208:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 39301:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 7960:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 617:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() != 43122:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() != 17109:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 58384:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 33756:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() != 29145:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() != 14158:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() != 58007:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() != 55349:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() != 19076:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() != 51326:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 61832:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 26616:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() != 38049:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() != 35482:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() != 59152:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() != 1413:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_turn() != 6667:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_turn() != 14814:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 8579:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 34033:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 8506:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 47623:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 35658:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 34165:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() != 56552:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() != 38339:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() != 494:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() != 37723:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() != 14050:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() != 17838:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() != 11773:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() != 37723:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 28543:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 33003:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 41243:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 39081:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 45764:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() != 48304:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown() != 35244:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 20906:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() != 63243:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() != 56994:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 14852:
+    if lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 34970:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 50122:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() != 56572:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() != 12980:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 40704:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 20:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 4052:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 63349:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 12865:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 61354:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_feed() != 61280:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_feed() != 15905:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish() != 27128:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish() != 59589:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() != 31507:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() != 50828:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() != 51818:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() != 64481:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject() != 26593:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject() != 37317:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() != 23624:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() != 57911:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_line_port() != 17484:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() != 30530:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() != 1586:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() != 32815:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() != 22866:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() != 3922:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() != 21144:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() != 5288:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() != 38519:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() != 9354:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() != 20900:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version() != 9568:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive() != 31061:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive() != 19452:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes() != 56476:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() != 65455:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() != 24124:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_replace() != 10453:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_replace() != 46173:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume() != 3734:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume() != 31548:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() != 37981:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() != 5880:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() != 42484:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() != 38462:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() != 40775:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() != 40125:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_status() != 32984:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_status() != 63091:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() != 11448:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() != 46042:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() != 55684:
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() != 31569:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_constructor_clientcore_new() != 6627:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_connection_agent() != 63726:
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_agent() != 21625:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_connection_close() != 23543:
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_close() != 37947:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_connection_ignored() != 28865:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() != 62449:
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() != 46794:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_connection_new_session() != 26606:
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_new_session() != 18876:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_connection_resume() != 62332:
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_resume() != 5329:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_answer_permission() != 2513:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_answer_permission() != 65215:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_cancel() != 51655:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_cancel() != 35545:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_close() != 36163:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_close() != 19413:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_session_id() != 16900:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_inject() != 9031:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_inject() != 6814:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_next_events() != 54340:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_next_events() != 23866:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_prompt() != 56958:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_prompt() != 44832:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_replace() != 42428:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_replace() != 19048:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_revoke() != 12529:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_revoke() != 44585:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_snapshot() != 37688:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_snapshot() != 46993:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_status() != 56003:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_status() != 50852:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_session_take_events() != 6021:
+    if lib.uniffi_acp_inject_ffi_checksum_method_session_take_events() != 27445:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() != 16409:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() != 16429:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled() != 11660:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() != 6699:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() != 4571:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_cwd() != 51118:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -723,23 +718,23 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled() != 18154:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() != 56317:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() != 42740:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused() != 20052:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused() != 11680:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 9818:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 58221:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() != 27654:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() != 63131:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send() != 52709:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send() != 3938:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() != 25486:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() != 2970:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_session_id() != 11773:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() != 28482:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() != 53703:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() != 46369:
+    if lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() != 37399:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
 
 # A ctypes library to expose the extern-C FFI definitions.
@@ -779,9 +774,6 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_func_connect_url.restype = ctypes.c_ui
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_agent_config.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_agent_config.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_connect_options.argtypes = (
-)
-_UniffiLib.uniffi_acp_inject_ffi_checksum_func_default_connect_options.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_library_version.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_library_version.restype = ctypes.c_uint16
@@ -956,9 +948,6 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version.res
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive.restype = ctypes.c_uint16
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes.argtypes = (
-)
-_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text.restype = ctypes.c_uint16
@@ -1106,10 +1095,6 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_func_default_connect_options.argtypes = (
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_acp_inject_ffi_fn_func_default_connect_options.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_func_library_version.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
@@ -1167,7 +1152,7 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_forget_session.restype = No
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
-    _UniffiRustBuffer,
+    _UniffiForeignBytes,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes.restype = _UniffiRustBuffer
@@ -1459,12 +1444,6 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_text.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -2186,162 +2165,6 @@ def _uniffi_cancel_task(task):
 # Public interface members begin here.
 
 
-
-
-
-
-
-class Stream(enum.Enum):
-    """
-    The model stream of a running turn.
-"""
-    
-    IDLE = 0
-    
-    ACTIVE = 1
-    
-    INTERRUPT_REQUESTED = 2
-    
-
-
-class _UniffiFfiConverterTypeStream(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return Stream.IDLE
-        if variant == 2:
-            return Stream.ACTIVE
-        if variant == 3:
-            return Stream.INTERRUPT_REQUESTED
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == Stream.IDLE:
-            return
-        if value == Stream.ACTIVE:
-            return
-        if value == Stream.INTERRUPT_REQUESTED:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == Stream.IDLE:
-            buf.write_i32(1)
-        if value == Stream.ACTIVE:
-            buf.write_i32(2)
-        if value == Stream.INTERRUPT_REQUESTED:
-            buf.write_i32(3)
-
-
-
-class _UniffiFfiConverterBoolean:
-    @classmethod
-    def check_lower(cls, value):
-        return not not value
-
-    @classmethod
-    def lower(cls, value):
-        return 1 if value else 0
-
-    @staticmethod
-    def lift(value):
-        return value != 0
-
-    @classmethod
-    def read(cls, buf):
-        return cls.lift(buf.read_u8())
-
-    @classmethod
-    def write(cls, value, buf):
-        buf.write_u8(value)
-
-@dataclass
-class Activity:
-    """
-    What an in-progress turn carries.
-"""
-    def __init__(self, *, stream:Stream, cancel_requested:bool):
-        self.stream = stream
-        self.cancel_requested = cancel_requested
-        
-        
-
-    
-    def __str__(self):
-        return "Activity(stream={}, cancel_requested={})".format(self.stream, self.cancel_requested)
-    def __eq__(self, other):
-        if self.stream != other.stream:
-            return False
-        if self.cancel_requested != other.cancel_requested:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeActivity(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Activity(
-            stream=_UniffiFfiConverterTypeStream.read(buf),
-            cancel_requested=_UniffiFfiConverterBoolean.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeStream.check_lower(value.stream)
-        _UniffiFfiConverterBoolean.check_lower(value.cancel_requested)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeStream.write(value.stream, buf)
-        _UniffiFfiConverterBoolean.write(value.cancel_requested, buf)
-
-@dataclass
-class Affordances:
-    """
-    What the UI may offer (C-PEND-3).
-"""
-    def __init__(self, *, steer:bool, edit_pending:bool, revoke:bool):
-        self.steer = steer
-        self.edit_pending = edit_pending
-        self.revoke = revoke
-        
-        
-
-    
-    def __str__(self):
-        return "Affordances(steer={}, edit_pending={}, revoke={})".format(self.steer, self.edit_pending, self.revoke)
-    def __eq__(self, other):
-        if self.steer != other.steer:
-            return False
-        if self.edit_pending != other.edit_pending:
-            return False
-        if self.revoke != other.revoke:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAffordances(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Affordances(
-            steer=_UniffiFfiConverterBoolean.read(buf),
-            edit_pending=_UniffiFfiConverterBoolean.read(buf),
-            revoke=_UniffiFfiConverterBoolean.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterBoolean.check_lower(value.steer)
-        _UniffiFfiConverterBoolean.check_lower(value.edit_pending)
-        _UniffiFfiConverterBoolean.check_lower(value.revoke)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterBoolean.write(value.steer, buf)
-        _UniffiFfiConverterBoolean.write(value.edit_pending, buf)
-        _UniffiFfiConverterBoolean.write(value.revoke, buf)
-
 class _UniffiFfiConverterString:
     @staticmethod
     def check_lower(value):
@@ -2374,315 +2197,132 @@ class _UniffiFfiConverterString:
             builder.write(value.encode("utf-8"))
             return builder.finalize()
 
-
-class _UniffiFfiConverterTypeJsonObject:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
+class _UniffiFfiConverterBytes(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return _UniffiFfiConverterString.read(buf)
+        size = buf.read_i32()
+        if size < 0:
+            raise InternalError("Unexpected negative byte string length")
+        return buf.read(size)
+
+    @staticmethod
+    def check_lower(value):
+        try:
+            memoryview(value)
+        except TypeError:
+            raise TypeError("a bytes-like object is required, not {!r}".format(type(value).__name__))
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_i32(len(value))
+        buf.write(value)
+
+
+
+# FfiError
+# We want to define each variant as a nested class that's also a subclass,
+# which is tricky in Python.  To accomplish this we're going to create each
+# class separately, then manually add the child classes to the base class's
+# __dict__.  All of this happens in dummy class to avoid polluting the module
+# namespace.
+class FfiError(Exception):
+    """
+    An error as it crosses the FFI, either way: its message, for a person, and the [`AcpError`]
+    in the boundary encoding, which each language decodes into its own error type (Python's
+    `AcpError` exceptions, Kotlin's `AcpException`, Swift's `AcpError`). A foreign layer that
+    calls the library directly reads `message`.
+"""
+    pass
+
+_UniffiTempFfiError = FfiError
+
+class FfiError:  # type: ignore
+    """
+    An error as it crosses the FFI, either way: its message, for a person, and the [`AcpError`]
+    in the boundary encoding, which each language decodes into its own error type (Python's
+    `AcpError` exceptions, Kotlin's `AcpException`, Swift's `AcpError`). A foreign layer that
+    calls the library directly reads `message`.
+"""
+    
+    class Failed(_UniffiTempFfiError):
+        """
+        The call failed.
+"""
+        
+        def __init__(self, message, error):
+            super().__init__(", ".join([
+                "message={!r}".format(message),
+                "error={!r}".format(error),
+            ]))
+            self.message = message
+            self.error = error
+
+        def __repr__(self):
+            return "FfiError.Failed({})".format(str(self))
+    _UniffiTempFfiError.Failed = Failed # type: ignore
+
+FfiError = _UniffiTempFfiError # type: ignore
+del _UniffiTempFfiError
+
+
+class _UniffiFfiConverterTypeFfiError(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return FfiError.Failed(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterBytes.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if isinstance(value, FfiError.Failed):
+            _UniffiFfiConverterString.check_lower(value.message)
+            _UniffiFfiConverterBytes.check_lower(value.error)
+            return
+
+    @staticmethod
+    def write(value, buf):
+        if isinstance(value, FfiError.Failed):
+            buf.write_i32(1)
+            _UniffiFfiConverterString.write(value.message, buf)
+            _UniffiFfiConverterBytes.write(value.error, buf)
+
+class _UniffiFfiConverterBoolean:
+    @classmethod
+    def check_lower(cls, value):
+        return not not value
+
+    @classmethod
+    def lower(cls, value):
+        return 1 if value else 0
 
     @staticmethod
     def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-JsonObject = str
-
-
-class _UniffiFfiConverterOptionalTypeJsonObject(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeJsonObject.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeJsonObject.write(value, buf)
+        return value != 0
 
     @classmethod
     def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeJsonObject.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class McpCapabilities:
-    """
-    MCP capabilities supported by the agent for session lifecycle requests.
-"""
-    def __init__(self, *, stdio:typing.Optional[JsonObject] = None, http:typing.Optional[JsonObject] = None, meta:typing.Optional[JsonObject] = None):
-        self.stdio = stdio
-        self.http = http
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "McpCapabilities(stdio={}, http={}, meta={})".format(self.stdio, self.http, self.meta)
-    def __eq__(self, other):
-        if self.stdio != other.stdio:
-            return False
-        if self.http != other.http:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeMcpCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return McpCapabilities(
-            stdio=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-            http=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.stdio)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.http)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.stdio, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.http, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeMcpCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeMcpCapabilities.check_lower(value)
+        return cls.lift(buf.read_u8())
 
     @classmethod
     def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
+        buf.write_u8(value)
 
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeMcpCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeMcpCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class SessionStatusCapabilities:
-    """
-    **UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Capabilities for the `session/status` method.
-
-    Supplying `{}` means the agent supports checking session status.
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SessionStatusCapabilities(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionStatusCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionStatusCapabilities(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeSessionStatusCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeSessionStatusCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeSessionStatusCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeSessionStatusCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class SessionAdditionalDirectoriesCapabilities:
-    """
-    Capabilities for additional session directories support.
-
-    Supplying `{}` means the agent supports the `additionalDirectories` field on
-    supported session lifecycle requests. Agents may return
-    `SessionInfo.additionalDirectories` in `session/list` to report the
-    complete ordered additional-root list associated with a listed session.
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SessionAdditionalDirectoriesCapabilities(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionAdditionalDirectoriesCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionAdditionalDirectoriesCapabilities(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeSessionAdditionalDirectoriesCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeSessionAdditionalDirectoriesCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeSessionAdditionalDirectoriesCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-
-
-
-
-
-class InjectMode(enum.Enum):
-    """
-    When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
-"""
-    
-    QUEUE = 0
-    """
-    `queue`: Deliver after the running turn ends (or at once, starting a turn, when idle).
-"""
-    
-    STEER = 1
-    """
-    `steer`: Deliver at the next safe break-point of the running turn.
-"""
-    
-
-
-class _UniffiFfiConverterTypeInjectMode(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return InjectMode.QUEUE
-        if variant == 2:
-            return InjectMode.STEER
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == InjectMode.QUEUE:
-            return
-        if value == InjectMode.STEER:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == InjectMode.QUEUE:
-            buf.write_i32(1)
-        if value == InjectMode.STEER:
-            buf.write_i32(2)
-
-
-
-class _UniffiFfiConverterSequenceTypeInjectMode(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         for item in value:
-            _UniffiFfiConverterTypeInjectMode.check_lower(item)
+            _UniffiFfiConverterString.check_lower(item)
 
     @classmethod
     def write(cls, value, buf):
         items = len(value)
         buf.write_i32(items)
         for item in value:
-            _UniffiFfiConverterTypeInjectMode.write(item, buf)
+            _UniffiFfiConverterString.write(item, buf)
 
     @classmethod
     def read(cls, buf):
@@ -2691,467 +2331,8 @@ class _UniffiFfiConverterSequenceTypeInjectMode(_UniffiConverterRustBuffer):
             raise InternalError("Unexpected negative sequence length")
 
         return [
-            _UniffiFfiConverterTypeInjectMode.read(buf) for i in range(count)
+            _UniffiFfiConverterString.read(buf) for i in range(count)
         ]
-
-@dataclass
-class PendingCapabilities:
-    """
-    Operations on a pending (not yet delivered) inject.
-"""
-    def __init__(self, *, replace:bool, meta:typing.Optional[JsonObject] = None):
-        self.replace = replace
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PendingCapabilities(replace={}, meta={})".format(self.replace, self.meta)
-    def __eq__(self, other):
-        if self.replace != other.replace:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePendingCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PendingCapabilities(
-            replace=_UniffiFfiConverterBoolean.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterBoolean.check_lower(value.replace)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterBoolean.write(value.replace, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypePendingCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypePendingCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypePendingCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypePendingCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-
-
-
-
-
-class SteerInStream(enum.Enum):
-    """
-    What happens to a steer accepted mid model stream with no tool call pending.
-"""
-    
-    INTERRUPT = 0
-    """
-    `interrupt`: The agent cuts the stream and re-prompts with the steer.
-"""
-    
-    FINISH = 1
-    """
-    `finish`: The agent lets the stream finish, then delivers.
-"""
-    
-
-
-class _UniffiFfiConverterTypeSteerInStream(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return SteerInStream.INTERRUPT
-        if variant == 2:
-            return SteerInStream.FINISH
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == SteerInStream.INTERRUPT:
-            return
-        if value == SteerInStream.FINISH:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == SteerInStream.INTERRUPT:
-            buf.write_i32(1)
-        if value == SteerInStream.FINISH:
-            buf.write_i32(2)
-
-
-
-class _UniffiFfiConverterSequenceTypeSteerInStream(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeSteerInStream.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeSteerInStream.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeSteerInStream.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeSteerInStream(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeSteerInStream.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeSteerInStream.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeSteerInStream.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class InjectCapabilities:
-    """
-    The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
-"""
-    def __init__(self, *, modes:typing.List[InjectMode], pending:typing.Optional[PendingCapabilities] = None, steer_in_stream:typing.Optional[typing.List[SteerInStream]] = None, meta:typing.Optional[JsonObject] = None):
-        self.modes = modes
-        self.pending = pending
-        self.steer_in_stream = steer_in_stream
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "InjectCapabilities(modes={}, pending={}, steer_in_stream={}, meta={})".format(self.modes, self.pending, self.steer_in_stream, self.meta)
-    def __eq__(self, other):
-        if self.modes != other.modes:
-            return False
-        if self.pending != other.pending:
-            return False
-        if self.steer_in_stream != other.steer_in_stream:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeInjectCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return InjectCapabilities(
-            modes=_UniffiFfiConverterSequenceTypeInjectMode.read(buf),
-            pending=_UniffiFfiConverterOptionalTypePendingCapabilities.read(buf),
-            steer_in_stream=_UniffiFfiConverterOptionalSequenceTypeSteerInStream.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterSequenceTypeInjectMode.check_lower(value.modes)
-        _UniffiFfiConverterOptionalTypePendingCapabilities.check_lower(value.pending)
-        _UniffiFfiConverterOptionalSequenceTypeSteerInStream.check_lower(value.steer_in_stream)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterSequenceTypeInjectMode.write(value.modes, buf)
-        _UniffiFfiConverterOptionalTypePendingCapabilities.write(value.pending, buf)
-        _UniffiFfiConverterOptionalSequenceTypeSteerInStream.write(value.steer_in_stream, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeInjectCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeInjectCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeInjectCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeInjectCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class SessionCapabilities:
-    """
-    Session capabilities supported by the agent.
-
-    Supplying `{}` means the agent supports the baseline session methods:
-    `session/new`, `session/list`, `session/resume`, `session/close`,
-    `session/prompt`, `session/cancel`, and `session/update`.
-
-    Agents that support sessions **MAY** support additional session methods,
-    prompt content types, and MCP transports by specifying additional
-    capabilities.
-
-    See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None, mcp:typing.Optional[McpCapabilities] = None, status:typing.Optional[SessionStatusCapabilities] = None, additional_directories:typing.Optional[SessionAdditionalDirectoriesCapabilities] = None, inject:typing.Optional[InjectCapabilities] = None):
-        self.meta = meta
-        self.mcp = mcp
-        self.status = status
-        self.additional_directories = additional_directories
-        self.inject = inject
-        
-        
-
-    
-    def __str__(self):
-        return "SessionCapabilities(meta={}, mcp={}, status={}, additional_directories={}, inject={})".format(self.meta, self.mcp, self.status, self.additional_directories, self.inject)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        if self.mcp != other.mcp:
-            return False
-        if self.status != other.status:
-            return False
-        if self.additional_directories != other.additional_directories:
-            return False
-        if self.inject != other.inject:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionCapabilities(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-            mcp=_UniffiFfiConverterOptionalTypeMcpCapabilities.read(buf),
-            status=_UniffiFfiConverterOptionalTypeSessionStatusCapabilities.read(buf),
-            additional_directories=_UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.read(buf),
-            inject=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-        _UniffiFfiConverterOptionalTypeMcpCapabilities.check_lower(value.mcp)
-        _UniffiFfiConverterOptionalTypeSessionStatusCapabilities.check_lower(value.status)
-        _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.check_lower(value.additional_directories)
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.inject)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-        _UniffiFfiConverterOptionalTypeMcpCapabilities.write(value.mcp, buf)
-        _UniffiFfiConverterOptionalTypeSessionStatusCapabilities.write(value.status, buf)
-        _UniffiFfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.write(value.additional_directories, buf)
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.inject, buf)
-
-class _UniffiFfiConverterOptionalTypeSessionCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeSessionCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeSessionCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeSessionCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class AgentCapabilities:
-    """
-    Capabilities supported by the agent.
-
-    Advertised during initialization to inform the client about
-    available features and content types.
-
-    See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
-"""
-    def __init__(self, *, session:typing.Optional[SessionCapabilities] = None, meta:typing.Optional[JsonObject] = None):
-        self.session = session
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "AgentCapabilities(session={}, meta={})".format(self.session, self.meta)
-    def __eq__(self, other):
-        if self.session != other.session:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAgentCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AgentCapabilities(
-            session=_UniffiFfiConverterOptionalTypeSessionCapabilities.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeSessionCapabilities.check_lower(value.session)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeSessionCapabilities.write(value.session, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-
-
-
-class QueueDrain(enum.Enum):
-    """
-    How many queued injects open one turn (R-QUEUE-3).
-"""
-    
-    BATCH = 0
-    
-    ONE_PER_TURN = 1
-    
-
-
-class _UniffiFfiConverterTypeQueueDrain(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return QueueDrain.BATCH
-        if variant == 2:
-            return QueueDrain.ONE_PER_TURN
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == QueueDrain.BATCH:
-            return
-        if value == QueueDrain.ONE_PER_TURN:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == QueueDrain.BATCH:
-            buf.write_i32(1)
-        if value == QueueDrain.ONE_PER_TURN:
-            buf.write_i32(2)
-
-
-
-
-
-
-
-
-class RevokeReplace(enum.Enum):
-    """
-    Who may revoke or replace a pending inject (R-ORDER-2).
-"""
-    
-    ANY_CONTROLLER = 0
-    
-    CREATOR_ONLY = 1
-    
-
-
-class _UniffiFfiConverterTypeRevokeReplace(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return RevokeReplace.ANY_CONTROLLER
-        if variant == 2:
-            return RevokeReplace.CREATOR_ONLY
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == RevokeReplace.ANY_CONTROLLER:
-            return
-        if value == RevokeReplace.CREATOR_ONLY:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == RevokeReplace.ANY_CONTROLLER:
-            buf.write_i32(1)
-        if value == RevokeReplace.CREATOR_ONLY:
-            buf.write_i32(2)
-
-
 
 class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
     CLASS_NAME = "u64"
@@ -3165,741 +2346,6 @@ class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
     @staticmethod
     def write(value, buf):
         buf.write_u64(value)
-
-
-
-
-
-
-class ClearStyle(enum.Enum):
-    """
-    How "clear the current agent message" is written (C-MSG-2).
-"""
-    
-    UPSERT = 0
-    
-    AGENT_MESSAGE_CLEAR = 1
-    
-
-
-class _UniffiFfiConverterTypeClearStyle(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ClearStyle.UPSERT
-        if variant == 2:
-            return ClearStyle.AGENT_MESSAGE_CLEAR
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == ClearStyle.UPSERT:
-            return
-        if value == ClearStyle.AGENT_MESSAGE_CLEAR:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == ClearStyle.UPSERT:
-            buf.write_i32(1)
-        if value == ClearStyle.AGENT_MESSAGE_CLEAR:
-            buf.write_i32(2)
-
-
-
-@dataclass
-class Policy:
-    """
-    Agent-side knobs.
-"""
-    def __init__(self, *, queue_drain:QueueDrain, steer_in_stream:SteerInStream, revoke_replace:RevokeReplace, remember_ids:int, clear_style:ClearStyle, max_line_bytes:int, list_page_size:int):
-        self.queue_drain = queue_drain
-        self.steer_in_stream = steer_in_stream
-        self.revoke_replace = revoke_replace
-        self.remember_ids = remember_ids
-        self.clear_style = clear_style
-        self.max_line_bytes = max_line_bytes
-        self.list_page_size = list_page_size
-        
-        
-
-    
-    def __str__(self):
-        return "Policy(queue_drain={}, steer_in_stream={}, revoke_replace={}, remember_ids={}, clear_style={}, max_line_bytes={}, list_page_size={})".format(self.queue_drain, self.steer_in_stream, self.revoke_replace, self.remember_ids, self.clear_style, self.max_line_bytes, self.list_page_size)
-    def __eq__(self, other):
-        if self.queue_drain != other.queue_drain:
-            return False
-        if self.steer_in_stream != other.steer_in_stream:
-            return False
-        if self.revoke_replace != other.revoke_replace:
-            return False
-        if self.remember_ids != other.remember_ids:
-            return False
-        if self.clear_style != other.clear_style:
-            return False
-        if self.max_line_bytes != other.max_line_bytes:
-            return False
-        if self.list_page_size != other.list_page_size:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePolicy(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Policy(
-            queue_drain=_UniffiFfiConverterTypeQueueDrain.read(buf),
-            steer_in_stream=_UniffiFfiConverterTypeSteerInStream.read(buf),
-            revoke_replace=_UniffiFfiConverterTypeRevokeReplace.read(buf),
-            remember_ids=_UniffiFfiConverterUInt64.read(buf),
-            clear_style=_UniffiFfiConverterTypeClearStyle.read(buf),
-            max_line_bytes=_UniffiFfiConverterUInt64.read(buf),
-            list_page_size=_UniffiFfiConverterUInt64.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeQueueDrain.check_lower(value.queue_drain)
-        _UniffiFfiConverterTypeSteerInStream.check_lower(value.steer_in_stream)
-        _UniffiFfiConverterTypeRevokeReplace.check_lower(value.revoke_replace)
-        _UniffiFfiConverterUInt64.check_lower(value.remember_ids)
-        _UniffiFfiConverterTypeClearStyle.check_lower(value.clear_style)
-        _UniffiFfiConverterUInt64.check_lower(value.max_line_bytes)
-        _UniffiFfiConverterUInt64.check_lower(value.list_page_size)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeQueueDrain.write(value.queue_drain, buf)
-        _UniffiFfiConverterTypeSteerInStream.write(value.steer_in_stream, buf)
-        _UniffiFfiConverterTypeRevokeReplace.write(value.revoke_replace, buf)
-        _UniffiFfiConverterUInt64.write(value.remember_ids, buf)
-        _UniffiFfiConverterTypeClearStyle.write(value.clear_style, buf)
-        _UniffiFfiConverterUInt64.write(value.max_line_bytes, buf)
-        _UniffiFfiConverterUInt64.write(value.list_page_size, buf)
-
-@dataclass
-class AgentInfo:
-    """
-    The agent's name and version.
-"""
-    def __init__(self, *, name:str, version:str):
-        self.name = name
-        self.version = version
-        
-        
-
-    
-    def __str__(self):
-        return "AgentInfo(name={}, version={})".format(self.name, self.version)
-    def __eq__(self, other):
-        if self.name != other.name:
-            return False
-        if self.version != other.version:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAgentInfo(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AgentInfo(
-            name=_UniffiFfiConverterString.read(buf),
-            version=_UniffiFfiConverterString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterString.check_lower(value.version)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterString.write(value.version, buf)
-
-@dataclass
-class SetupSupport:
-    """
-    Session-setup features of the host.
-"""
-    def __init__(self, *, mcp_stdio:bool, mcp_http:bool, additional_directories:bool):
-        self.mcp_stdio = mcp_stdio
-        self.mcp_http = mcp_http
-        self.additional_directories = additional_directories
-        
-        
-
-    
-    def __str__(self):
-        return "SetupSupport(mcp_stdio={}, mcp_http={}, additional_directories={})".format(self.mcp_stdio, self.mcp_http, self.additional_directories)
-    def __eq__(self, other):
-        if self.mcp_stdio != other.mcp_stdio:
-            return False
-        if self.mcp_http != other.mcp_http:
-            return False
-        if self.additional_directories != other.additional_directories:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSetupSupport(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SetupSupport(
-            mcp_stdio=_UniffiFfiConverterBoolean.read(buf),
-            mcp_http=_UniffiFfiConverterBoolean.read(buf),
-            additional_directories=_UniffiFfiConverterBoolean.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterBoolean.check_lower(value.mcp_stdio)
-        _UniffiFfiConverterBoolean.check_lower(value.mcp_http)
-        _UniffiFfiConverterBoolean.check_lower(value.additional_directories)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterBoolean.write(value.mcp_stdio, buf)
-        _UniffiFfiConverterBoolean.write(value.mcp_http, buf)
-        _UniffiFfiConverterBoolean.write(value.additional_directories, buf)
-
-@dataclass
-class AgentConfig:
-    """
-    What an agent advertises and how it behaves.
-"""
-    def __init__(self, *, inject:typing.Optional[InjectCapabilities], policy:Policy, info:AgentInfo, setup:SetupSupport):
-        self.inject = inject
-        self.policy = policy
-        self.info = info
-        self.setup = setup
-        
-        
-
-    
-    def __str__(self):
-        return "AgentConfig(inject={}, policy={}, info={}, setup={})".format(self.inject, self.policy, self.info, self.setup)
-    def __eq__(self, other):
-        if self.inject != other.inject:
-            return False
-        if self.policy != other.policy:
-            return False
-        if self.info != other.info:
-            return False
-        if self.setup != other.setup:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAgentConfig(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AgentConfig(
-            inject=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
-            policy=_UniffiFfiConverterTypePolicy.read(buf),
-            info=_UniffiFfiConverterTypeAgentInfo.read(buf),
-            setup=_UniffiFfiConverterTypeSetupSupport.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.inject)
-        _UniffiFfiConverterTypePolicy.check_lower(value.policy)
-        _UniffiFfiConverterTypeAgentInfo.check_lower(value.info)
-        _UniffiFfiConverterTypeSetupSupport.check_lower(value.setup)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.inject, buf)
-        _UniffiFfiConverterTypePolicy.write(value.policy, buf)
-        _UniffiFfiConverterTypeAgentInfo.write(value.info, buf)
-        _UniffiFfiConverterTypeSetupSupport.write(value.setup, buf)
-
-
-class _UniffiFfiConverterTypeMessageId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-MessageId = str
-
-
-
-
-Role = acp_inject.enums.Role
-
-
-class _UniffiFfiConverterTypeRole:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.Role(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.Role(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.Role(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.Role(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.Role(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-class _UniffiFfiConverterSequenceTypeRole(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeRole.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeRole.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeRole.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeRole(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeRole.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeRole.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeRole.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterString.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterString.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterString.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterFloat64(_UniffiConverterPrimitiveFloat):
-    @staticmethod
-    def read(buf):
-        return buf.read_double()
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_double(value)
-
-class _UniffiFfiConverterOptionalFloat64(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterFloat64.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterFloat64.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterFloat64.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class Annotations:
-    """
-    Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
-"""
-    def __init__(self, *, audience:typing.Optional[typing.List[Role]] = None, last_modified:typing.Optional[str] = None, priority:typing.Optional[float] = None, meta:typing.Optional[JsonObject] = None):
-        self.audience = audience
-        self.last_modified = last_modified
-        self.priority = priority
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "Annotations(audience={}, last_modified={}, priority={}, meta={})".format(self.audience, self.last_modified, self.priority, self.meta)
-    def __eq__(self, other):
-        if self.audience != other.audience:
-            return False
-        if self.last_modified != other.last_modified:
-            return False
-        if self.priority != other.priority:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAnnotations(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Annotations(
-            audience=_UniffiFfiConverterOptionalSequenceTypeRole.read(buf),
-            last_modified=_UniffiFfiConverterOptionalString.read(buf),
-            priority=_UniffiFfiConverterOptionalFloat64.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalSequenceTypeRole.check_lower(value.audience)
-        _UniffiFfiConverterOptionalString.check_lower(value.last_modified)
-        _UniffiFfiConverterOptionalFloat64.check_lower(value.priority)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalSequenceTypeRole.write(value.audience, buf)
-        _UniffiFfiConverterOptionalString.write(value.last_modified, buf)
-        _UniffiFfiConverterOptionalFloat64.write(value.priority, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeAnnotations(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeAnnotations.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeAnnotations.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeAnnotations.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class TextContent:
-    """
-    Text content. May be plain text or formatted with Markdown.
-
-    All agents MUST support text content blocks in prompts.
-    Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
-    extensions.
-"""
-    def __init__(self, *, text:str, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
-        self.text = text
-        self.annotations = annotations
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "TextContent(text={}, annotations={}, meta={})".format(self.text, self.annotations, self.meta)
-    def __eq__(self, other):
-        if self.text != other.text:
-            return False
-        if self.annotations != other.annotations:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeTextContent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return TextContent(
-            text=_UniffiFfiConverterString.read(buf),
-            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.text)
-        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.text, buf)
-        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeTextContent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeTextContent.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeTextContent.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeTextContent.read(buf)
-
-@dataclass
-class ImageContent:
-    """
-    Images for visual context or analysis.
-
-    Requires the `image` prompt capability when included in prompts.
-"""
-    def __init__(self, *, data:str, mime_type:str, uri:typing.Optional[str] = None, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
-        self.data = data
-        self.mime_type = mime_type
-        self.uri = uri
-        self.annotations = annotations
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ImageContent(data={}, mime_type={}, uri={}, annotations={}, meta={})".format(self.data, self.mime_type, self.uri, self.annotations, self.meta)
-    def __eq__(self, other):
-        if self.data != other.data:
-            return False
-        if self.mime_type != other.mime_type:
-            return False
-        if self.uri != other.uri:
-            return False
-        if self.annotations != other.annotations:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeImageContent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ImageContent(
-            data=_UniffiFfiConverterString.read(buf),
-            mime_type=_UniffiFfiConverterString.read(buf),
-            uri=_UniffiFfiConverterOptionalString.read(buf),
-            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.data)
-        _UniffiFfiConverterString.check_lower(value.mime_type)
-        _UniffiFfiConverterOptionalString.check_lower(value.uri)
-        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.data, buf)
-        _UniffiFfiConverterString.write(value.mime_type, buf)
-        _UniffiFfiConverterOptionalString.write(value.uri, buf)
-        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeImageContent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeImageContent.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeImageContent.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeImageContent.read(buf)
-
-@dataclass
-class AudioContent:
-    """
-    Audio data for transcription or analysis.
-
-    Requires the `audio` prompt capability when included in prompts.
-"""
-    def __init__(self, *, data:str, mime_type:str, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
-        self.data = data
-        self.mime_type = mime_type
-        self.annotations = annotations
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "AudioContent(data={}, mime_type={}, annotations={}, meta={})".format(self.data, self.mime_type, self.annotations, self.meta)
-    def __eq__(self, other):
-        if self.data != other.data:
-            return False
-        if self.mime_type != other.mime_type:
-            return False
-        if self.annotations != other.annotations:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAudioContent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AudioContent(
-            data=_UniffiFfiConverterString.read(buf),
-            mime_type=_UniffiFfiConverterString.read(buf),
-            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.data)
-        _UniffiFfiConverterString.check_lower(value.mime_type)
-        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.data, buf)
-        _UniffiFfiConverterString.write(value.mime_type, buf)
-        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeAudioContent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeAudioContent.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeAudioContent.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeAudioContent.read(buf)
-
-class _UniffiFfiConverterSequenceTypeJsonObject(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeJsonObject.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeJsonObject.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeJsonObject.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeJsonObject(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeJsonObject.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeJsonObject.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeJsonObject.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
 
 class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
     @classmethod
@@ -3926,12533 +2372,23 @@ class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-@dataclass
-class ResourceLink:
-    """
-    References to resources that the receiver may be able to read.
-
-    All agents MUST support resource links in prompts.
-"""
-    def __init__(self, *, name:str, uri:str, title:typing.Optional[str] = None, description:typing.Optional[str] = None, icons:typing.Optional[typing.List[JsonObject]] = None, mime_type:typing.Optional[str] = None, size:typing.Optional[int] = None, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
-        self.name = name
-        self.uri = uri
-        self.title = title
-        self.description = description
-        self.icons = icons
-        self.mime_type = mime_type
-        self.size = size
-        self.annotations = annotations
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ResourceLink(name={}, uri={}, title={}, description={}, icons={}, mime_type={}, size={}, annotations={}, meta={})".format(self.name, self.uri, self.title, self.description, self.icons, self.mime_type, self.size, self.annotations, self.meta)
-    def __eq__(self, other):
-        if self.name != other.name:
-            return False
-        if self.uri != other.uri:
-            return False
-        if self.title != other.title:
-            return False
-        if self.description != other.description:
-            return False
-        if self.icons != other.icons:
-            return False
-        if self.mime_type != other.mime_type:
-            return False
-        if self.size != other.size:
-            return False
-        if self.annotations != other.annotations:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeResourceLink(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ResourceLink(
-            name=_UniffiFfiConverterString.read(buf),
-            uri=_UniffiFfiConverterString.read(buf),
-            title=_UniffiFfiConverterOptionalString.read(buf),
-            description=_UniffiFfiConverterOptionalString.read(buf),
-            icons=_UniffiFfiConverterOptionalSequenceTypeJsonObject.read(buf),
-            mime_type=_UniffiFfiConverterOptionalString.read(buf),
-            size=_UniffiFfiConverterOptionalUInt64.read(buf),
-            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterString.check_lower(value.uri)
-        _UniffiFfiConverterOptionalString.check_lower(value.title)
-        _UniffiFfiConverterOptionalString.check_lower(value.description)
-        _UniffiFfiConverterOptionalSequenceTypeJsonObject.check_lower(value.icons)
-        _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.size)
-        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterString.write(value.uri, buf)
-        _UniffiFfiConverterOptionalString.write(value.title, buf)
-        _UniffiFfiConverterOptionalString.write(value.description, buf)
-        _UniffiFfiConverterOptionalSequenceTypeJsonObject.write(value.icons, buf)
-        _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.size, buf)
-        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeResourceLink(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeResourceLink.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeResourceLink.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeResourceLink.read(buf)
-
-@dataclass
-class TextResourceContents:
-    """
-    Text-based resource contents.
-"""
-    def __init__(self, *, text:str, uri:str, mime_type:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
-        self.text = text
-        self.uri = uri
-        self.mime_type = mime_type
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "TextResourceContents(text={}, uri={}, mime_type={}, meta={})".format(self.text, self.uri, self.mime_type, self.meta)
-    def __eq__(self, other):
-        if self.text != other.text:
-            return False
-        if self.uri != other.uri:
-            return False
-        if self.mime_type != other.mime_type:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeTextResourceContents(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return TextResourceContents(
-            text=_UniffiFfiConverterString.read(buf),
-            uri=_UniffiFfiConverterString.read(buf),
-            mime_type=_UniffiFfiConverterOptionalString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.text)
-        _UniffiFfiConverterString.check_lower(value.uri)
-        _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.text, buf)
-        _UniffiFfiConverterString.write(value.uri, buf)
-        _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class BlobResourceContents:
-    """
-    Binary resource contents.
-"""
-    def __init__(self, *, blob:str, uri:str, mime_type:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
-        self.blob = blob
-        self.uri = uri
-        self.mime_type = mime_type
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "BlobResourceContents(blob={}, uri={}, mime_type={}, meta={})".format(self.blob, self.uri, self.mime_type, self.meta)
-    def __eq__(self, other):
-        if self.blob != other.blob:
-            return False
-        if self.uri != other.uri:
-            return False
-        if self.mime_type != other.mime_type:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeBlobResourceContents(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return BlobResourceContents(
-            blob=_UniffiFfiConverterString.read(buf),
-            uri=_UniffiFfiConverterString.read(buf),
-            mime_type=_UniffiFfiConverterOptionalString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.blob)
-        _UniffiFfiConverterString.check_lower(value.uri)
-        _UniffiFfiConverterOptionalString.check_lower(value.mime_type)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.blob, buf)
-        _UniffiFfiConverterString.write(value.uri, buf)
-        _UniffiFfiConverterOptionalString.write(value.mime_type, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-
-
-
-class EmbeddedResourceResource:
-    """
-    Resource content that can be embedded in a message.
-"""
-    def __init__(self):
-        raise RuntimeError("EmbeddedResourceResource cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class TEXT_RESOURCE_CONTENTS:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, EmbeddedResourceResource):
-                return NotImplemented
-            if not other.is_TEXT_RESOURCE_CONTENTS():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class BLOB_RESOURCE_CONTENTS:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, EmbeddedResourceResource):
-                return NotImplemented
-            if not other.is_BLOB_RESOURCE_CONTENTS():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_TEXT_RESOURCE_CONTENTS(self) -> bool:
-        return isinstance(self, EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS)
-    def is_text_resource_contents(self) -> bool:
-        return isinstance(self, EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS)
-    def is_BLOB_RESOURCE_CONTENTS(self) -> bool:
-        return isinstance(self, EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS)
-    def is_blob_resource_contents(self) -> bool:
-        return isinstance(self, EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS = type("EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS", (EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS, EmbeddedResourceResource,), {})  # type: ignore
-EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS = type("EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS", (EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS, EmbeddedResourceResource,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeEmbeddedResourceResource(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return EmbeddedResourceResource.TEXT_RESOURCE_CONTENTS(
-                _UniffiFfiConverterTypeTextResourceContents.read(buf),
-            )
-        if variant == 2:
-            return EmbeddedResourceResource.BLOB_RESOURCE_CONTENTS(
-                _UniffiFfiConverterTypeBlobResourceContents.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_TEXT_RESOURCE_CONTENTS():
-            _UniffiFfiConverterTypeTextResourceContents.check_lower(value._values[0])
-            return
-        if value.is_BLOB_RESOURCE_CONTENTS():
-            _UniffiFfiConverterTypeBlobResourceContents.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_TEXT_RESOURCE_CONTENTS():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeTextResourceContents.write(value._values[0], buf)
-        if value.is_BLOB_RESOURCE_CONTENTS():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeBlobResourceContents.write(value._values[0], buf)
-
-
-
-@dataclass
-class EmbeddedResource:
-    """
-    Complete resource contents embedded directly in the message.
-
-    Preferred for including context as it avoids extra round-trips.
-
-    Requires the `embeddedContext` prompt capability when included in prompts.
-"""
-    def __init__(self, *, resource:EmbeddedResourceResource, annotations:typing.Optional[Annotations] = None, meta:typing.Optional[JsonObject] = None):
-        self.resource = resource
-        self.annotations = annotations
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "EmbeddedResource(resource={}, annotations={}, meta={})".format(self.resource, self.annotations, self.meta)
-    def __eq__(self, other):
-        if self.resource != other.resource:
-            return False
-        if self.annotations != other.annotations:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeEmbeddedResource(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return EmbeddedResource(
-            resource=_UniffiFfiConverterTypeEmbeddedResourceResource.read(buf),
-            annotations=_UniffiFfiConverterOptionalTypeAnnotations.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeEmbeddedResourceResource.check_lower(value.resource)
-        _UniffiFfiConverterOptionalTypeAnnotations.check_lower(value.annotations)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeEmbeddedResourceResource.write(value.resource, buf)
-        _UniffiFfiConverterOptionalTypeAnnotations.write(value.annotations, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeEmbeddedResource(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeEmbeddedResource.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeEmbeddedResource.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeEmbeddedResource.read(buf)
-
-
-class _UniffiFfiConverterTypeUnknown:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-Unknown = str
-
-
-
-
-
-
-
-class ContentBlock:
-    """
-    Content blocks represent displayable information in the Agent Client Protocol.
-
-    Content blocks appear in:
-    - User prompts sent via `session/prompt`
-    - Language model output reported through `session/update` notifications as
-      message updates or streamed chunks
-    - Progress updates and results from tool calls
-
-    This structure is compatible with the Model Context Protocol (MCP), so agents can
-    forward content from MCP tool outputs without transformation.
-
-    See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
-"""
-    def __init__(self):
-        raise RuntimeError("ContentBlock cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class TEXT:
-        """
-        `text`: Text content. May be plain text or formatted with Markdown.
-
-        All agents MUST support text content blocks in prompts.
-        Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
-        extensions.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ContentBlock.TEXT{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_TEXT():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class IMAGE:
-        """
-        `image`: Images for visual context or analysis.
-
-        Requires the `image` prompt capability when included in prompts.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ContentBlock.IMAGE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_IMAGE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class AUDIO:
-        """
-        `audio`: Audio data for transcription or analysis.
-
-        Requires the `audio` prompt capability when included in prompts.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ContentBlock.AUDIO{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_AUDIO():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class RESOURCE_LINK:
-        """
-        `resource_link`: References to resources that the receiver may be able to read.
-
-        All agents MUST support resource links in prompts.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ContentBlock.RESOURCE_LINK{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_RESOURCE_LINK():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class RESOURCE:
-        """
-        `resource`: Complete resource contents embedded directly in the message.
-
-        Preferred for including context as it avoids extra round-trips.
-
-        Requires the `embeddedContext` prompt capability when included in prompts.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ContentBlock.RESOURCE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_RESOURCE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ContentBlock.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlock):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_TEXT(self) -> bool:
-        return isinstance(self, ContentBlock.TEXT)
-    def is_text(self) -> bool:
-        return isinstance(self, ContentBlock.TEXT)
-    def is_IMAGE(self) -> bool:
-        return isinstance(self, ContentBlock.IMAGE)
-    def is_image(self) -> bool:
-        return isinstance(self, ContentBlock.IMAGE)
-    def is_AUDIO(self) -> bool:
-        return isinstance(self, ContentBlock.AUDIO)
-    def is_audio(self) -> bool:
-        return isinstance(self, ContentBlock.AUDIO)
-    def is_RESOURCE_LINK(self) -> bool:
-        return isinstance(self, ContentBlock.RESOURCE_LINK)
-    def is_resource_link(self) -> bool:
-        return isinstance(self, ContentBlock.RESOURCE_LINK)
-    def is_RESOURCE(self) -> bool:
-        return isinstance(self, ContentBlock.RESOURCE)
-    def is_resource(self) -> bool:
-        return isinstance(self, ContentBlock.RESOURCE)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, ContentBlock.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, ContentBlock.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-ContentBlock.TEXT = type("ContentBlock.TEXT", (ContentBlock.TEXT, ContentBlock,), {})  # type: ignore
-ContentBlock.IMAGE = type("ContentBlock.IMAGE", (ContentBlock.IMAGE, ContentBlock,), {})  # type: ignore
-ContentBlock.AUDIO = type("ContentBlock.AUDIO", (ContentBlock.AUDIO, ContentBlock,), {})  # type: ignore
-ContentBlock.RESOURCE_LINK = type("ContentBlock.RESOURCE_LINK", (ContentBlock.RESOURCE_LINK, ContentBlock,), {})  # type: ignore
-ContentBlock.RESOURCE = type("ContentBlock.RESOURCE", (ContentBlock.RESOURCE, ContentBlock,), {})  # type: ignore
-ContentBlock.OTHER = type("ContentBlock.OTHER", (ContentBlock.OTHER, ContentBlock,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeContentBlock(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ContentBlock.TEXT(
-                _UniffiFfiConverterBoxTypeTextContent.read(buf),
-            )
-        if variant == 2:
-            return ContentBlock.IMAGE(
-                _UniffiFfiConverterBoxTypeImageContent.read(buf),
-            )
-        if variant == 3:
-            return ContentBlock.AUDIO(
-                _UniffiFfiConverterBoxTypeAudioContent.read(buf),
-            )
-        if variant == 4:
-            return ContentBlock.RESOURCE_LINK(
-                _UniffiFfiConverterBoxTypeResourceLink.read(buf),
-            )
-        if variant == 5:
-            return ContentBlock.RESOURCE(
-                _UniffiFfiConverterBoxTypeEmbeddedResource.read(buf),
-            )
-        if variant == 6:
-            return ContentBlock.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_TEXT():
-            _UniffiFfiConverterBoxTypeTextContent.check_lower(value._values[0])
-            return
-        if value.is_IMAGE():
-            _UniffiFfiConverterBoxTypeImageContent.check_lower(value._values[0])
-            return
-        if value.is_AUDIO():
-            _UniffiFfiConverterBoxTypeAudioContent.check_lower(value._values[0])
-            return
-        if value.is_RESOURCE_LINK():
-            _UniffiFfiConverterBoxTypeResourceLink.check_lower(value._values[0])
-            return
-        if value.is_RESOURCE():
-            _UniffiFfiConverterBoxTypeEmbeddedResource.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_TEXT():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeTextContent.write(value._values[0], buf)
-        if value.is_IMAGE():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeImageContent.write(value._values[0], buf)
-        if value.is_AUDIO():
-            buf.write_i32(3)
-            _UniffiFfiConverterBoxTypeAudioContent.write(value._values[0], buf)
-        if value.is_RESOURCE_LINK():
-            buf.write_i32(4)
-            _UniffiFfiConverterBoxTypeResourceLink.write(value._values[0], buf)
-        if value.is_RESOURCE():
-            buf.write_i32(5)
-            _UniffiFfiConverterBoxTypeEmbeddedResource.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(6)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-class _UniffiFfiConverterSequenceTypeContentBlock(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeContentBlock.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeContentBlock.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeContentBlock.read(buf) for i in range(count)
-        ]
-
-
-
-
-
-
-class ContentBlockListPatch:
-    """
-    A `::std::vec::Vec<ContentBlock>` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
-"""
-    def __init__(self):
-        raise RuntimeError("ContentBlockListPatch cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class ABSENT:
-        """
-        The member is absent: leave the current value.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlockListPatch.ABSENT()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlockListPatch):
-                return NotImplemented
-            if not other.is_ABSENT():
-                return False
-            return True
-
-    @dataclass
-    class NULL:
-        """
-        The member is `null`: clear the current value.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlockListPatch.NULL()".format()
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlockListPatch):
-                return NotImplemented
-            if not other.is_NULL():
-                return False
-            return True
-
-    @dataclass
-    class VALUE:
-        """
-        The member has a value: replace the current value.
-"""
-        
-        def __init__(self, value:typing.List[ContentBlock]):
-            self.value = value
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "ContentBlockListPatch.VALUE(value={})".format(self.value)
-        def __eq__(self, other):
-            if not isinstance(other, ContentBlockListPatch):
-                return NotImplemented
-            if not other.is_VALUE():
-                return False
-            if self.value != other.value:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_ABSENT(self) -> bool:
-        return isinstance(self, ContentBlockListPatch.ABSENT)
-    def is_absent(self) -> bool:
-        return isinstance(self, ContentBlockListPatch.ABSENT)
-    def is_NULL(self) -> bool:
-        return isinstance(self, ContentBlockListPatch.NULL)
-    def is_null(self) -> bool:
-        return isinstance(self, ContentBlockListPatch.NULL)
-    def is_VALUE(self) -> bool:
-        return isinstance(self, ContentBlockListPatch.VALUE)
-    def is_value(self) -> bool:
-        return isinstance(self, ContentBlockListPatch.VALUE)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-ContentBlockListPatch.ABSENT = type("ContentBlockListPatch.ABSENT", (ContentBlockListPatch.ABSENT, ContentBlockListPatch,), {})  # type: ignore
-ContentBlockListPatch.NULL = type("ContentBlockListPatch.NULL", (ContentBlockListPatch.NULL, ContentBlockListPatch,), {})  # type: ignore
-ContentBlockListPatch.VALUE = type("ContentBlockListPatch.VALUE", (ContentBlockListPatch.VALUE, ContentBlockListPatch,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeContentBlockListPatch(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ContentBlockListPatch.ABSENT(
-            )
-        if variant == 2:
-            return ContentBlockListPatch.NULL(
-            )
-        if variant == 3:
-            return ContentBlockListPatch.VALUE(
-                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_ABSENT():
-            return
-        if value.is_NULL():
-            return
-        if value.is_VALUE():
-            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.value)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_ABSENT():
-            buf.write_i32(1)
-        if value.is_NULL():
-            buf.write_i32(2)
-        if value.is_VALUE():
-            buf.write_i32(3)
-            _UniffiFfiConverterSequenceTypeContentBlock.write(value.value, buf)
-
-
-
-
-class _UniffiFfiConverterTypeContentBlockListPatchMember:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeContentBlockListPatch.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterTypeContentBlockListPatch.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterTypeContentBlockListPatch.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterTypeContentBlockListPatch.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterTypeContentBlockListPatch.lower(value)
-
-
-ContentBlockListPatchMember = ContentBlockListPatch
-
-
-@dataclass
-class AgentMessage:
-    """
-    An agent message has been created or updated.
-
-    Agents can send this in addition to streamed chunks. When a client
-    receives another `agent_message` update with the same `messageId`,
-    fields in the new update patch the previous fields for that message.
-"""
-    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "AgentMessage(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAgentMessage(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AgentMessage(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterTypeContentBlockListPatchMember.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterTypeContentBlockListPatchMember.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterTypeContentBlockListPatchMember.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class AgentMessageChunk:
-    """
-    A chunk of the agent's response being streamed.
-"""
-    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "AgentMessageChunk(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAgentMessageChunk(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AgentMessageChunk(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterTypeContentBlock.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeMessageId(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeMessageId.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeMessageId.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeMessageId.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class AgentMessageClear:
-    """
-    Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
-"""
-    def __init__(self, *, message_id:typing.Optional[MessageId] = None, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "AgentMessageClear(message_id={}, meta={})".format(self.message_id, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAgentMessageClear(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AgentMessageClear(
-            message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class AgentThought:
-    """
-    An agent thought or reasoning message has been created or updated.
-
-    Agents can send this in addition to streamed chunks. When a client
-    receives another `agent_thought` update with the same `messageId`,
-    fields in the new update patch the previous fields for that message.
-"""
-    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "AgentThought(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAgentThought(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AgentThought(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterTypeContentBlockListPatchMember.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterTypeContentBlockListPatchMember.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterTypeContentBlockListPatchMember.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class AgentThoughtChunk:
-    """
-    A chunk of the agent's internal reasoning being streamed.
-"""
-    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "AgentThoughtChunk(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeAgentThoughtChunk(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return AgentThoughtChunk(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterTypeContentBlock.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-class _UniffiFfiConverterTypeSessionId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-SessionId = str
-
-
-@dataclass
-class BackgroundSubagent:
-    """
-    **UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A detached subagent session that has anything running: its state is not `idle`, or
-    its own `background` list is non-empty or not reported.
-"""
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "BackgroundSubagent(session_id={}, meta={})".format(self.session_id, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeBackgroundSubagent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return BackgroundSubagent(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class BackgroundTerminal:
-    """
-    A process that keeps running after its tool call returned control to the model.
-    Live until its `terminal_update` reports `exitStatus`.
-"""
-    def __init__(self, *, terminal_id:str, meta:typing.Optional[JsonObject] = None):
-        self.terminal_id = terminal_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "BackgroundTerminal(terminal_id={}, meta={})".format(self.terminal_id, self.meta)
-    def __eq__(self, other):
-        if self.terminal_id != other.terminal_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeBackgroundTerminal(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return BackgroundTerminal(
-            terminal_id=_UniffiFfiConverterString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.terminal_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.terminal_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-class _UniffiFfiConverterTypeToolCallId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-ToolCallId = str
-
-
-@dataclass
-class BackgroundToolCall:
-    """
-    Work started by a tool call that continues without a process of its own, such as
-    a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
-    stay listed.
-"""
-    def __init__(self, *, tool_call_id:ToolCallId, meta:typing.Optional[JsonObject] = None):
-        self.tool_call_id = tool_call_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "BackgroundToolCall(tool_call_id={}, meta={})".format(self.tool_call_id, self.meta)
-    def __eq__(self, other):
-        if self.tool_call_id != other.tool_call_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeBackgroundToolCall(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return BackgroundToolCall(
-            tool_call_id=_UniffiFfiConverterTypeToolCallId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeToolCallId.check_lower(value.tool_call_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeToolCallId.write(value.tool_call_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterInt64(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "i64"
-    VALUE_MIN = -2**63
-    VALUE_MAX = 2**63
-
-    @staticmethod
-    def read(buf):
-        return buf.read_i64()
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_i64(value)
-
-
-
-
-
-
-class RequestId:
-    """
-    A JSON-RPC request id. Responses echo it with the same JSON type.
-"""
-    def __init__(self):
-        raise RuntimeError("RequestId cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class NULL:
-        """
-        `null` (allowed by JSON-RPC, discouraged).
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RequestId.NULL()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RequestId):
-                return NotImplemented
-            if not other.is_NULL():
-                return False
-            return True
-
-    @dataclass
-    class NUMBER:
-        """
-        An integer id.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RequestId.NUMBER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RequestId):
-                return NotImplemented
-            if not other.is_NUMBER():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class STR:
-        """
-        A string id.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RequestId.STR{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RequestId):
-                return NotImplemented
-            if not other.is_STR():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_NULL(self) -> bool:
-        return isinstance(self, RequestId.NULL)
-    def is_null(self) -> bool:
-        return isinstance(self, RequestId.NULL)
-    def is_NUMBER(self) -> bool:
-        return isinstance(self, RequestId.NUMBER)
-    def is_number(self) -> bool:
-        return isinstance(self, RequestId.NUMBER)
-    def is_STR(self) -> bool:
-        return isinstance(self, RequestId.STR)
-    def is_str(self) -> bool:
-        return isinstance(self, RequestId.STR)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-RequestId.NULL = type("RequestId.NULL", (RequestId.NULL, RequestId,), {})  # type: ignore
-RequestId.NUMBER = type("RequestId.NUMBER", (RequestId.NUMBER, RequestId,), {})  # type: ignore
-RequestId.STR = type("RequestId.STR", (RequestId.STR, RequestId,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeRequestId(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return RequestId.NULL(
-            )
-        if variant == 2:
-            return RequestId.NUMBER(
-                _UniffiFfiConverterInt64.read(buf),
-            )
-        if variant == 3:
-            return RequestId.STR(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_NULL():
-            return
-        if value.is_NUMBER():
-            _UniffiFfiConverterInt64.check_lower(value._values[0])
-            return
-        if value.is_STR():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_NULL():
-            buf.write_i32(1)
-        if value.is_NUMBER():
-            buf.write_i32(2)
-            _UniffiFfiConverterInt64.write(value._values[0], buf)
-        if value.is_STR():
-            buf.write_i32(3)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
-
-@dataclass
-class CancelRequestNotification:
-    """
-    Notification to cancel an ongoing request.
-
-    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
-"""
-    def __init__(self, *, request_id:RequestId, meta:typing.Optional[JsonObject] = None):
-        self.request_id = request_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "CancelRequestNotification(request_id={}, meta={})".format(self.request_id, self.meta)
-    def __eq__(self, other):
-        if self.request_id != other.request_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeCancelRequestNotification(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return CancelRequestNotification(
-            request_id=_UniffiFfiConverterTypeRequestId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeRequestId.check_lower(value.request_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class CancelSessionNotification:
-    """
-    Notification to cancel a session's foreground work and its prompts not yet inserted.
-
-    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
-"""
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "CancelSessionNotification(session_id={}, meta={})".format(self.session_id, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeCancelSessionNotification(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return CancelSessionNotification(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class CancelledPermissionOutcome:
-    """
-    The request was not approved and no option was selected: the session's work was
-    cancelled, the user dismissed the prompt, or the client declined it by policy.
-    Agents MUST NOT proceed with the operation.
-
-    The client answers a request the agent cancels with `$/cancel_request` with
-    this outcome. After sending `session/cancel`, the client MAY also send it
-    without waiting for `$/cancel_request`, for a request it knows belongs to the
-    cancelled foreground work.
-
-    See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "CancelledPermissionOutcome(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeCancelledPermissionOutcome(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return CancelledPermissionOutcome(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class ClientCapabilities:
-    """
-    Capabilities supported by the client.
-
-    Advertised during initialization to inform the agent about
-    available features and methods.
-
-    See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ClientCapabilities(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeClientCapabilities(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ClientCapabilities(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class CloseSessionRequest:
-    """
-    Request parameters for closing an active session.
-
-    The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
-    was called, then free the resources associated with the session. Unlike `session/cancel`,
-    closing also stops the session's background work. After the close response, the Agent
-    sends no other messages for the session on that connection.
-
-    Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
-    treat a `-32002` response as a successful close.
-
-    When closing cancels active foreground work, the Agent MUST send the final
-    updates for that work and the idle `state_update` with `stopReason: "cancelled"`
-    before responding successfully to `session/close`. Closing an idle session
-    does not itself require another idle update.
-
-    Closing also cancels pending `session/prompt` requests whose messages have not
-    been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
-    Agent MUST answer that request with `-32800` (Request Cancelled). If the message
-    has already been inserted, the Agent MUST respond successfully with its
-    `messageId`. Prompt responses need not precede the close response.
-"""
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "CloseSessionRequest(session_id={}, meta={})".format(self.session_id, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeCloseSessionRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return CloseSessionRequest(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class CloseSessionResponse:
-    """
-    Response from closing a session.
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "CloseSessionResponse(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeCloseSessionResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return CloseSessionResponse(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class Implementation:
-    """
-    Metadata about the implementation of the client or agent.
-    Describes the name and version of an ACP implementation, with an optional
-    title for UI representation.
-"""
-    def __init__(self, *, name:str, title:typing.Optional[str] = None, version:str, meta:typing.Optional[JsonObject] = None):
-        self.name = name
-        self.title = title
-        self.version = version
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "Implementation(name={}, title={}, version={}, meta={})".format(self.name, self.title, self.version, self.meta)
-    def __eq__(self, other):
-        if self.name != other.name:
-            return False
-        if self.title != other.title:
-            return False
-        if self.version != other.version:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeImplementation(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Implementation(
-            name=_UniffiFfiConverterString.read(buf),
-            title=_UniffiFfiConverterOptionalString.read(buf),
-            version=_UniffiFfiConverterString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterOptionalString.check_lower(value.title)
-        _UniffiFfiConverterString.check_lower(value.version)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterOptionalString.write(value.title, buf)
-        _UniffiFfiConverterString.write(value.version, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-
-
-
-class SteerFallback(enum.Enum):
-    """
-    What to do with a steer when the agent takes no injects (C-HELD-3).
-"""
-    
-    QUEUE = 0
-    
-    CANCEL_AND_RESEND = 1
-    
-
-
-class _UniffiFfiConverterTypeSteerFallback(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return SteerFallback.QUEUE
-        if variant == 2:
-            return SteerFallback.CANCEL_AND_RESEND
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == SteerFallback.QUEUE:
-            return
-        if value == SteerFallback.CANCEL_AND_RESEND:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == SteerFallback.QUEUE:
-            buf.write_i32(1)
-        if value == SteerFallback.CANCEL_AND_RESEND:
-            buf.write_i32(2)
-
-
-
-class _UniffiFfiConverterOptionalTypeSteerFallback(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeSteerFallback.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeSteerFallback.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeSteerFallback.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class ConnectOptions:
-    """
-    How `connect` starts and talks to an agent.
-"""
-    def __init__(self, *, client:Implementation, pending_updates:bool, max_line_bytes:int, handshake_timeout_ms:int, close_grace_ms:int, forward_stderr:bool, steer_fallback:typing.Optional[SteerFallback] = _DEFAULT):
-        self.client = client
-        self.pending_updates = pending_updates
-        self.max_line_bytes = max_line_bytes
-        self.handshake_timeout_ms = handshake_timeout_ms
-        self.close_grace_ms = close_grace_ms
-        self.forward_stderr = forward_stderr
-        if steer_fallback is _DEFAULT:
-            self.steer_fallback = None
-        else:
-            self.steer_fallback = steer_fallback
-        
-        
-
-    
-    def __str__(self):
-        return "ConnectOptions(client={}, pending_updates={}, max_line_bytes={}, handshake_timeout_ms={}, close_grace_ms={}, forward_stderr={}, steer_fallback={})".format(self.client, self.pending_updates, self.max_line_bytes, self.handshake_timeout_ms, self.close_grace_ms, self.forward_stderr, self.steer_fallback)
-    def __eq__(self, other):
-        if self.client != other.client:
-            return False
-        if self.pending_updates != other.pending_updates:
-            return False
-        if self.max_line_bytes != other.max_line_bytes:
-            return False
-        if self.handshake_timeout_ms != other.handshake_timeout_ms:
-            return False
-        if self.close_grace_ms != other.close_grace_ms:
-            return False
-        if self.forward_stderr != other.forward_stderr:
-            return False
-        if self.steer_fallback != other.steer_fallback:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeConnectOptions(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ConnectOptions(
-            client=_UniffiFfiConverterTypeImplementation.read(buf),
-            pending_updates=_UniffiFfiConverterBoolean.read(buf),
-            max_line_bytes=_UniffiFfiConverterUInt64.read(buf),
-            handshake_timeout_ms=_UniffiFfiConverterUInt64.read(buf),
-            close_grace_ms=_UniffiFfiConverterUInt64.read(buf),
-            forward_stderr=_UniffiFfiConverterBoolean.read(buf),
-            steer_fallback=_UniffiFfiConverterOptionalTypeSteerFallback.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeImplementation.check_lower(value.client)
-        _UniffiFfiConverterBoolean.check_lower(value.pending_updates)
-        _UniffiFfiConverterUInt64.check_lower(value.max_line_bytes)
-        _UniffiFfiConverterUInt64.check_lower(value.handshake_timeout_ms)
-        _UniffiFfiConverterUInt64.check_lower(value.close_grace_ms)
-        _UniffiFfiConverterBoolean.check_lower(value.forward_stderr)
-        _UniffiFfiConverterOptionalTypeSteerFallback.check_lower(value.steer_fallback)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeImplementation.write(value.client, buf)
-        _UniffiFfiConverterBoolean.write(value.pending_updates, buf)
-        _UniffiFfiConverterUInt64.write(value.max_line_bytes, buf)
-        _UniffiFfiConverterUInt64.write(value.handshake_timeout_ms, buf)
-        _UniffiFfiConverterUInt64.write(value.close_grace_ms, buf)
-        _UniffiFfiConverterBoolean.write(value.forward_stderr, buf)
-        _UniffiFfiConverterOptionalTypeSteerFallback.write(value.steer_fallback, buf)
-
-@dataclass
-class Cost:
-    """
-    Cost information for a session.
-"""
-    def __init__(self, *, amount:float, currency:str, meta:typing.Optional[JsonObject] = None):
-        self.amount = amount
-        self.currency = currency
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "Cost(amount={}, currency={}, meta={})".format(self.amount, self.currency, self.meta)
-    def __eq__(self, other):
-        if self.amount != other.amount:
-            return False
-        if self.currency != other.currency:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeCost(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Cost(
-            amount=_UniffiFfiConverterFloat64.read(buf),
-            currency=_UniffiFfiConverterString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterFloat64.check_lower(value.amount)
-        _UniffiFfiConverterString.check_lower(value.currency)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterFloat64.write(value.amount, buf)
-        _UniffiFfiConverterString.write(value.currency, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class EnvVariable:
-    """
-    An environment variable to set when launching a process.
-"""
-    def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject] = None):
-        self.name = name
-        self.value = value
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "EnvVariable(name={}, value={}, meta={})".format(self.name, self.value, self.meta)
-    def __eq__(self, other):
-        if self.name != other.name:
-            return False
-        if self.value != other.value:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeEnvVariable(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return EnvVariable(
-            name=_UniffiFfiConverterString.read(buf),
-            value=_UniffiFfiConverterString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterString.check_lower(value.value)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterString.write(value.value, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-ErrorReason = acp_inject.enums.ErrorReason
-
-
-class _UniffiFfiConverterTypeErrorReason:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.ErrorReason(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.ErrorReason(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.ErrorReason(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.ErrorReason(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.ErrorReason(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-class _UniffiFfiConverterOptionalTypeErrorReason(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeErrorReason.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeErrorReason.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeErrorReason.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterOptionalTypeSessionId(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeSessionId.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeSessionId.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeSessionId.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class ErrorData:
-    """
-    The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
-"""
-    def __init__(self, *, reason:typing.Optional[ErrorReason] = None, message_id:typing.Optional[MessageId] = None, session_id:typing.Optional[SessionId] = None, detail:typing.Optional[str] = None):
-        self.reason = reason
-        self.message_id = message_id
-        self.session_id = session_id
-        self.detail = detail
-        
-        
-
-    
-    def __str__(self):
-        return "ErrorData(reason={}, message_id={}, session_id={}, detail={})".format(self.reason, self.message_id, self.session_id, self.detail)
-    def __eq__(self, other):
-        if self.reason != other.reason:
-            return False
-        if self.message_id != other.message_id:
-            return False
-        if self.session_id != other.session_id:
-            return False
-        if self.detail != other.detail:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeErrorData(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ErrorData(
-            reason=_UniffiFfiConverterOptionalTypeErrorReason.read(buf),
-            message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
-            session_id=_UniffiFfiConverterOptionalTypeSessionId.read(buf),
-            detail=_UniffiFfiConverterOptionalString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeErrorReason.check_lower(value.reason)
-        _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterOptionalString.check_lower(value.detail)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeErrorReason.write(value.reason, buf)
-        _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterOptionalString.write(value.detail, buf)
-
-@dataclass
-class HttpHeader:
-    """
-    An HTTP header to set when making requests to the MCP server.
-"""
-    def __init__(self, *, name:str, value:str, meta:typing.Optional[JsonObject] = None):
-        self.name = name
-        self.value = value
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "HttpHeader(name={}, value={}, meta={})".format(self.name, self.value, self.meta)
-    def __eq__(self, other):
-        if self.name != other.name:
-            return False
-        if self.value != other.value:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeHttpHeader(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return HttpHeader(
-            name=_UniffiFfiConverterString.read(buf),
-            value=_UniffiFfiConverterString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterString.check_lower(value.value)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterString.write(value.value, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class Usage:
-    """
-    **UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Token usage for the foreground work that just completed, not cumulative for the session.
-"""
-    def __init__(self, *, total_tokens:int, input_tokens:int = 0, output_tokens:int = 0, thought_tokens:typing.Optional[int] = None, cached_read_tokens:typing.Optional[int] = None, cached_write_tokens:typing.Optional[int] = None, meta:typing.Optional[JsonObject] = None):
-        self.total_tokens = total_tokens
-        self.input_tokens = input_tokens
-        self.output_tokens = output_tokens
-        self.thought_tokens = thought_tokens
-        self.cached_read_tokens = cached_read_tokens
-        self.cached_write_tokens = cached_write_tokens
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "Usage(total_tokens={}, input_tokens={}, output_tokens={}, thought_tokens={}, cached_read_tokens={}, cached_write_tokens={}, meta={})".format(self.total_tokens, self.input_tokens, self.output_tokens, self.thought_tokens, self.cached_read_tokens, self.cached_write_tokens, self.meta)
-    def __eq__(self, other):
-        if self.total_tokens != other.total_tokens:
-            return False
-        if self.input_tokens != other.input_tokens:
-            return False
-        if self.output_tokens != other.output_tokens:
-            return False
-        if self.thought_tokens != other.thought_tokens:
-            return False
-        if self.cached_read_tokens != other.cached_read_tokens:
-            return False
-        if self.cached_write_tokens != other.cached_write_tokens:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUsage(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Usage(
-            total_tokens=_UniffiFfiConverterUInt64.read(buf),
-            input_tokens=_UniffiFfiConverterUInt64.read(buf),
-            output_tokens=_UniffiFfiConverterUInt64.read(buf),
-            thought_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
-            cached_read_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
-            cached_write_tokens=_UniffiFfiConverterOptionalUInt64.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterUInt64.check_lower(value.total_tokens)
-        _UniffiFfiConverterUInt64.check_lower(value.input_tokens)
-        _UniffiFfiConverterUInt64.check_lower(value.output_tokens)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.thought_tokens)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.cached_read_tokens)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.cached_write_tokens)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterUInt64.write(value.total_tokens, buf)
-        _UniffiFfiConverterUInt64.write(value.input_tokens, buf)
-        _UniffiFfiConverterUInt64.write(value.output_tokens, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.thought_tokens, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.cached_read_tokens, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.cached_write_tokens, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeUsage(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeUsage.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeUsage.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeUsage.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterBoxTypeBackgroundTerminal(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeBackgroundTerminal.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeBackgroundTerminal.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeBackgroundTerminal.read(buf)
-
-class _UniffiFfiConverterBoxTypeBackgroundToolCall(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeBackgroundToolCall.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeBackgroundToolCall.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeBackgroundToolCall.read(buf)
-
-class _UniffiFfiConverterBoxTypeBackgroundSubagent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeBackgroundSubagent.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeBackgroundSubagent.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeBackgroundSubagent.read(buf)
-
-
-
-
-
-
-class BackgroundWork:
-    """
-    One piece of work running independently of the session's foreground work.
-
-    Items reference entities the Client already tracks. The Agent MUST announce each item
-    before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
-    tool call's final status before the snapshot that removes it. Each piece of work is
-    listed once: process-backed work is listed as its terminal, not also as its tool call.
-
-    See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-"""
-    def __init__(self):
-        raise RuntimeError("BackgroundWork cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class TERMINAL:
-        """
-        `terminal`: A process that keeps running after its tool call returned control to the model.
-        Live until its `terminal_update` reports `exitStatus`.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"BackgroundWork.TERMINAL{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, BackgroundWork):
-                return NotImplemented
-            if not other.is_TERMINAL():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class TOOL_CALL:
-        """
-        `tool_call`: Work started by a tool call that continues without a process of its own, such as
-        a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
-        stay listed.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"BackgroundWork.TOOL_CALL{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, BackgroundWork):
-                return NotImplemented
-            if not other.is_TOOL_CALL():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class SUBAGENT:
-        """
-        `subagent`: **UNSTABLE**
-
-        This capability is not part of the spec yet, and may be removed or changed at any point.
-
-        A detached subagent session that has anything running: its state is not `idle`, or
-        its own `background` list is non-empty or not reported.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"BackgroundWork.SUBAGENT{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, BackgroundWork):
-                return NotImplemented
-            if not other.is_SUBAGENT():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"BackgroundWork.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, BackgroundWork):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_TERMINAL(self) -> bool:
-        return isinstance(self, BackgroundWork.TERMINAL)
-    def is_terminal(self) -> bool:
-        return isinstance(self, BackgroundWork.TERMINAL)
-    def is_TOOL_CALL(self) -> bool:
-        return isinstance(self, BackgroundWork.TOOL_CALL)
-    def is_tool_call(self) -> bool:
-        return isinstance(self, BackgroundWork.TOOL_CALL)
-    def is_SUBAGENT(self) -> bool:
-        return isinstance(self, BackgroundWork.SUBAGENT)
-    def is_subagent(self) -> bool:
-        return isinstance(self, BackgroundWork.SUBAGENT)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, BackgroundWork.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, BackgroundWork.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-BackgroundWork.TERMINAL = type("BackgroundWork.TERMINAL", (BackgroundWork.TERMINAL, BackgroundWork,), {})  # type: ignore
-BackgroundWork.TOOL_CALL = type("BackgroundWork.TOOL_CALL", (BackgroundWork.TOOL_CALL, BackgroundWork,), {})  # type: ignore
-BackgroundWork.SUBAGENT = type("BackgroundWork.SUBAGENT", (BackgroundWork.SUBAGENT, BackgroundWork,), {})  # type: ignore
-BackgroundWork.OTHER = type("BackgroundWork.OTHER", (BackgroundWork.OTHER, BackgroundWork,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeBackgroundWork(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return BackgroundWork.TERMINAL(
-                _UniffiFfiConverterBoxTypeBackgroundTerminal.read(buf),
-            )
-        if variant == 2:
-            return BackgroundWork.TOOL_CALL(
-                _UniffiFfiConverterBoxTypeBackgroundToolCall.read(buf),
-            )
-        if variant == 3:
-            return BackgroundWork.SUBAGENT(
-                _UniffiFfiConverterBoxTypeBackgroundSubagent.read(buf),
-            )
-        if variant == 4:
-            return BackgroundWork.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_TERMINAL():
-            _UniffiFfiConverterBoxTypeBackgroundTerminal.check_lower(value._values[0])
-            return
-        if value.is_TOOL_CALL():
-            _UniffiFfiConverterBoxTypeBackgroundToolCall.check_lower(value._values[0])
-            return
-        if value.is_SUBAGENT():
-            _UniffiFfiConverterBoxTypeBackgroundSubagent.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_TERMINAL():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeBackgroundTerminal.write(value._values[0], buf)
-        if value.is_TOOL_CALL():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeBackgroundToolCall.write(value._values[0], buf)
-        if value.is_SUBAGENT():
-            buf.write_i32(3)
-            _UniffiFfiConverterBoxTypeBackgroundSubagent.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(4)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-class _UniffiFfiConverterSequenceTypeBackgroundWork(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeBackgroundWork.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeBackgroundWork.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeBackgroundWork.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeBackgroundWork(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeBackgroundWork.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeBackgroundWork.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeBackgroundWork.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-
-
-StopReason = acp_inject.enums.StopReason
-
-
-class _UniffiFfiConverterTypeStopReason:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.StopReason(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.StopReason(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.StopReason(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.StopReason(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.StopReason(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-class _UniffiFfiConverterOptionalTypeStopReason(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeStopReason.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeStopReason.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeStopReason.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterInt32(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "i32"
-    VALUE_MIN = -2**31
-    VALUE_MAX = 2**31
-
-    @staticmethod
-    def read(buf):
-        return buf.read_i32()
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_i32(value)
-
-
-class _UniffiFfiConverterTypeValue:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-Value = str
-
-
-class _UniffiFfiConverterOptionalTypeValue(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeValue.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeValue.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeValue.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class TurnFailure:
-    """
-    A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
-"""
-    def __init__(self, *, code:int, message:str, data:typing.Optional[Value] = None):
-        self.code = code
-        self.message = message
-        self.data = data
-        
-        
-
-    
-    def __str__(self):
-        return "TurnFailure(code={}, message={}, data={})".format(self.code, self.message, self.data)
-    def __eq__(self, other):
-        if self.code != other.code:
-            return False
-        if self.message != other.message:
-            return False
-        if self.data != other.data:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeTurnFailure(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return TurnFailure(
-            code=_UniffiFfiConverterInt32.read(buf),
-            message=_UniffiFfiConverterString.read(buf),
-            data=_UniffiFfiConverterOptionalTypeValue.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterInt32.check_lower(value.code)
-        _UniffiFfiConverterString.check_lower(value.message)
-        _UniffiFfiConverterOptionalTypeValue.check_lower(value.data)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterInt32.write(value.code, buf)
-        _UniffiFfiConverterString.write(value.message, buf)
-        _UniffiFfiConverterOptionalTypeValue.write(value.data, buf)
-
-class _UniffiFfiConverterOptionalTypeTurnFailure(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeTurnFailure.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeTurnFailure.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeTurnFailure.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class IdleStateUpdate:
-    """
-    No foreground work is active. Background activity may continue.
-"""
-    def __init__(self, *, usage:typing.Optional[Usage] = None, background:typing.Optional[typing.List[BackgroundWork]] = None, meta:typing.Optional[JsonObject] = None, stop_reason:typing.Optional[StopReason] = None, error:typing.Optional[TurnFailure] = None):
-        self.usage = usage
-        self.background = background
-        self.meta = meta
-        self.stop_reason = stop_reason
-        self.error = error
-        
-        
-
-    
-    def __str__(self):
-        return "IdleStateUpdate(usage={}, background={}, meta={}, stop_reason={}, error={})".format(self.usage, self.background, self.meta, self.stop_reason, self.error)
-    def __eq__(self, other):
-        if self.usage != other.usage:
-            return False
-        if self.background != other.background:
-            return False
-        if self.meta != other.meta:
-            return False
-        if self.stop_reason != other.stop_reason:
-            return False
-        if self.error != other.error:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeIdleStateUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return IdleStateUpdate(
-            usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
-            background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-            stop_reason=_UniffiFfiConverterOptionalTypeStopReason.read(buf),
-            error=_UniffiFfiConverterOptionalTypeTurnFailure.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
-        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-        _UniffiFfiConverterOptionalTypeStopReason.check_lower(value.stop_reason)
-        _UniffiFfiConverterOptionalTypeTurnFailure.check_lower(value.error)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
-        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-        _UniffiFfiConverterOptionalTypeStopReason.write(value.stop_reason, buf)
-        _UniffiFfiConverterOptionalTypeTurnFailure.write(value.error, buf)
-
-class _UniffiFfiConverterUInt16(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "u16"
-    VALUE_MIN = 0
-    VALUE_MAX = 2**16
-
-    @staticmethod
-    def read(buf):
-        return buf.read_u16()
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_u16(value)
-
-
-class _UniffiFfiConverterTypeProtocolVersion:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterUInt16.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterUInt16.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterUInt16.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterUInt16.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterUInt16.lower(value)
-
-
-ProtocolVersion = int
-
-
-class _UniffiFfiConverterOptionalTypeClientCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeClientCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeClientCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeClientCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class InitializeRequest:
-    """
-    Request parameters for the initialize method.
-
-    Sent by the client to establish connection and negotiate capabilities.
-
-    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
-"""
-    def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[ClientCapabilities] = None, meta:typing.Optional[JsonObject] = None):
-        self.protocol_version = protocol_version
-        self.info = info
-        self.capabilities = capabilities
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "InitializeRequest(protocol_version={}, info={}, capabilities={}, meta={})".format(self.protocol_version, self.info, self.capabilities, self.meta)
-    def __eq__(self, other):
-        if self.protocol_version != other.protocol_version:
-            return False
-        if self.info != other.info:
-            return False
-        if self.capabilities != other.capabilities:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeInitializeRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return InitializeRequest(
-            protocol_version=_UniffiFfiConverterTypeProtocolVersion.read(buf),
-            info=_UniffiFfiConverterTypeImplementation.read(buf),
-            capabilities=_UniffiFfiConverterOptionalTypeClientCapabilities.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeProtocolVersion.check_lower(value.protocol_version)
-        _UniffiFfiConverterTypeImplementation.check_lower(value.info)
-        _UniffiFfiConverterOptionalTypeClientCapabilities.check_lower(value.capabilities)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeProtocolVersion.write(value.protocol_version, buf)
-        _UniffiFfiConverterTypeImplementation.write(value.info, buf)
-        _UniffiFfiConverterOptionalTypeClientCapabilities.write(value.capabilities, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterOptionalTypeAgentCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeAgentCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeAgentCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeAgentCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class InitializeResponse:
-    """
-    Response to the `initialize` method.
-
-    Contains the negotiated protocol version and agent capabilities.
-
-    See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
-"""
-    def __init__(self, *, protocol_version:ProtocolVersion, info:Implementation, capabilities:typing.Optional[AgentCapabilities] = None, meta:typing.Optional[JsonObject] = None):
-        self.protocol_version = protocol_version
-        self.info = info
-        self.capabilities = capabilities
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "InitializeResponse(protocol_version={}, info={}, capabilities={}, meta={})".format(self.protocol_version, self.info, self.capabilities, self.meta)
-    def __eq__(self, other):
-        if self.protocol_version != other.protocol_version:
-            return False
-        if self.info != other.info:
-            return False
-        if self.capabilities != other.capabilities:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeInitializeResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return InitializeResponse(
-            protocol_version=_UniffiFfiConverterTypeProtocolVersion.read(buf),
-            info=_UniffiFfiConverterTypeImplementation.read(buf),
-            capabilities=_UniffiFfiConverterOptionalTypeAgentCapabilities.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeProtocolVersion.check_lower(value.protocol_version)
-        _UniffiFfiConverterTypeImplementation.check_lower(value.info)
-        _UniffiFfiConverterOptionalTypeAgentCapabilities.check_lower(value.capabilities)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeProtocolVersion.write(value.protocol_version, buf)
-        _UniffiFfiConverterTypeImplementation.write(value.info, buf)
-        _UniffiFfiConverterOptionalTypeAgentCapabilities.write(value.capabilities, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class InjectRequest:
-    """
-    Adds user input to a session mid-turn.
-"""
-    def __init__(self, *, session_id:SessionId, mode:InjectMode, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.mode = mode
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "InjectRequest(session_id={}, mode={}, content={}, meta={})".format(self.session_id, self.mode, self.content, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.mode != other.mode:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeInjectRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return InjectRequest(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            mode=_UniffiFfiConverterTypeInjectMode.read(buf),
-            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterTypeInjectMode.check_lower(value.mode)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterTypeInjectMode.write(value.mode, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class InjectResponse:
-    """
-    The inject was accepted for pending delivery; its `user_message` will carry this id.
-"""
-    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "InjectResponse(message_id={}, meta={})".format(self.message_id, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeInjectResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return InjectResponse(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class ListSessionsRequest:
-    """
-    Request parameters for listing existing sessions.
-"""
-    def __init__(self, *, cwd:typing.Optional[str] = None, cursor:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
-        self.cwd = cwd
-        self.cursor = cursor
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ListSessionsRequest(cwd={}, cursor={}, meta={})".format(self.cwd, self.cursor, self.meta)
-    def __eq__(self, other):
-        if self.cwd != other.cwd:
-            return False
-        if self.cursor != other.cursor:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeListSessionsRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ListSessionsRequest(
-            cwd=_UniffiFfiConverterOptionalString.read(buf),
-            cursor=_UniffiFfiConverterOptionalString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalString.check_lower(value.cwd)
-        _UniffiFfiConverterOptionalString.check_lower(value.cursor)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalString.write(value.cwd, buf)
-        _UniffiFfiConverterOptionalString.write(value.cursor, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterString.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterString.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterString.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceString.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceString.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceString.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class SessionInfo:
-    """
-    Information about a session returned by session/list
-"""
-    def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]] = None, title:typing.Optional[str] = None, updated_at:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.cwd = cwd
-        self.additional_directories = additional_directories
-        self.title = title
-        self.updated_at = updated_at
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SessionInfo(session_id={}, cwd={}, additional_directories={}, title={}, updated_at={}, meta={})".format(self.session_id, self.cwd, self.additional_directories, self.title, self.updated_at, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.cwd != other.cwd:
-            return False
-        if self.additional_directories != other.additional_directories:
-            return False
-        if self.title != other.title:
-            return False
-        if self.updated_at != other.updated_at:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionInfo(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionInfo(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            cwd=_UniffiFfiConverterString.read(buf),
-            additional_directories=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            title=_UniffiFfiConverterOptionalString.read(buf),
-            updated_at=_UniffiFfiConverterOptionalString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.cwd)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.additional_directories)
-        _UniffiFfiConverterOptionalString.check_lower(value.title)
-        _UniffiFfiConverterOptionalString.check_lower(value.updated_at)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.cwd, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.additional_directories, buf)
-        _UniffiFfiConverterOptionalString.write(value.title, buf)
-        _UniffiFfiConverterOptionalString.write(value.updated_at, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterSequenceTypeSessionInfo(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeSessionInfo.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeSessionInfo.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeSessionInfo.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class ListSessionsResponse:
-    """
-    Response from listing sessions.
-"""
-    def __init__(self, *, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str] = None, meta:typing.Optional[JsonObject] = None):
-        self.sessions = sessions
-        self.next_cursor = next_cursor
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ListSessionsResponse(sessions={}, next_cursor={}, meta={})".format(self.sessions, self.next_cursor, self.meta)
-    def __eq__(self, other):
-        if self.sessions != other.sessions:
-            return False
-        if self.next_cursor != other.next_cursor:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeListSessionsResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ListSessionsResponse(
-            sessions=_UniffiFfiConverterSequenceTypeSessionInfo.read(buf),
-            next_cursor=_UniffiFfiConverterOptionalString.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterSequenceTypeSessionInfo.check_lower(value.sessions)
-        _UniffiFfiConverterOptionalString.check_lower(value.next_cursor)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterSequenceTypeSessionInfo.write(value.sessions, buf)
-        _UniffiFfiConverterOptionalString.write(value.next_cursor, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterSequenceTypeHttpHeader(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeHttpHeader.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeHttpHeader.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeHttpHeader.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeHttpHeader(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeHttpHeader.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeHttpHeader.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeHttpHeader.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class McpServerHttp:
-    """
-    HTTP transport configuration
-
-    Only available when the Agent capabilities include `session.mcp.http`.
-"""
-    def __init__(self, *, name:str, url:str, headers:typing.Optional[typing.List[HttpHeader]] = None, meta:typing.Optional[JsonObject] = None):
-        self.name = name
-        self.url = url
-        self.headers = headers
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "McpServerHttp(name={}, url={}, headers={}, meta={})".format(self.name, self.url, self.headers, self.meta)
-    def __eq__(self, other):
-        if self.name != other.name:
-            return False
-        if self.url != other.url:
-            return False
-        if self.headers != other.headers:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeMcpServerHttp(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return McpServerHttp(
-            name=_UniffiFfiConverterString.read(buf),
-            url=_UniffiFfiConverterString.read(buf),
-            headers=_UniffiFfiConverterOptionalSequenceTypeHttpHeader.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterString.check_lower(value.url)
-        _UniffiFfiConverterOptionalSequenceTypeHttpHeader.check_lower(value.headers)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterString.write(value.url, buf)
-        _UniffiFfiConverterOptionalSequenceTypeHttpHeader.write(value.headers, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterSequenceTypeEnvVariable(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeEnvVariable.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeEnvVariable.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeEnvVariable.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeEnvVariable(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeEnvVariable.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeEnvVariable.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeEnvVariable.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class McpServerStdio:
-    """
-    Stdio transport configuration
-
-    Only available when the Agent capabilities include `session.mcp.stdio`.
-"""
-    def __init__(self, *, name:str, command:str, args:typing.Optional[typing.List[str]] = None, env:typing.Optional[typing.List[EnvVariable]] = None, meta:typing.Optional[JsonObject] = None):
-        self.name = name
-        self.command = command
-        self.args = args
-        self.env = env
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "McpServerStdio(name={}, command={}, args={}, env={}, meta={})".format(self.name, self.command, self.args, self.env, self.meta)
-    def __eq__(self, other):
-        if self.name != other.name:
-            return False
-        if self.command != other.command:
-            return False
-        if self.args != other.args:
-            return False
-        if self.env != other.env:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeMcpServerStdio(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return McpServerStdio(
-            name=_UniffiFfiConverterString.read(buf),
-            command=_UniffiFfiConverterString.read(buf),
-            args=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            env=_UniffiFfiConverterOptionalSequenceTypeEnvVariable.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterString.check_lower(value.command)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.args)
-        _UniffiFfiConverterOptionalSequenceTypeEnvVariable.check_lower(value.env)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterString.write(value.command, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.args, buf)
-        _UniffiFfiConverterOptionalSequenceTypeEnvVariable.write(value.env, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-
-
-
-class TurnState(enum.Enum):
-    """
-    The turn state as the client knows it (C-STATE-1).
-"""
-    
-    IDLE = 0
-    
-    RUNNING = 1
-    
-    REQUIRES_ACTION = 2
-    
-    UNKNOWN = 3
-    
-
-
-class _UniffiFfiConverterTypeTurnState(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return TurnState.IDLE
-        if variant == 2:
-            return TurnState.RUNNING
-        if variant == 3:
-            return TurnState.REQUIRES_ACTION
-        if variant == 4:
-            return TurnState.UNKNOWN
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == TurnState.IDLE:
-            return
-        if value == TurnState.RUNNING:
-            return
-        if value == TurnState.REQUIRES_ACTION:
-            return
-        if value == TurnState.UNKNOWN:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == TurnState.IDLE:
-            buf.write_i32(1)
-        if value == TurnState.RUNNING:
-            buf.write_i32(2)
-        if value == TurnState.REQUIRES_ACTION:
-            buf.write_i32(3)
-        if value == TurnState.UNKNOWN:
-            buf.write_i32(4)
-
-
-
-
-
-
-
-
-class ItemMode(enum.Enum):
-    """
-    How an item was sent.
-"""
-    
-    PROMPT = 0
-    
-    QUEUE = 1
-    
-    STEER = 2
-    
-
-
-class _UniffiFfiConverterTypeItemMode(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ItemMode.PROMPT
-        if variant == 2:
-            return ItemMode.QUEUE
-        if variant == 3:
-            return ItemMode.STEER
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == ItemMode.PROMPT:
-            return
-        if value == ItemMode.QUEUE:
-            return
-        if value == ItemMode.STEER:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == ItemMode.PROMPT:
-            buf.write_i32(1)
-        if value == ItemMode.QUEUE:
-            buf.write_i32(2)
-        if value == ItemMode.STEER:
-            buf.write_i32(3)
-
-
-
-
-
-
-
-
-class ItemStatus(enum.Enum):
-    """
-    Where one of the client's items is (C-PEND-1).
-"""
-    
-    SENDING = 0
-    
-    PENDING = 1
-    
-    DELIVERED = 2
-    
-    REVOKED = 3
-    
-    FAILED = 4
-    
-
-
-class _UniffiFfiConverterTypeItemStatus(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ItemStatus.SENDING
-        if variant == 2:
-            return ItemStatus.PENDING
-        if variant == 3:
-            return ItemStatus.DELIVERED
-        if variant == 4:
-            return ItemStatus.REVOKED
-        if variant == 5:
-            return ItemStatus.FAILED
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == ItemStatus.SENDING:
-            return
-        if value == ItemStatus.PENDING:
-            return
-        if value == ItemStatus.DELIVERED:
-            return
-        if value == ItemStatus.REVOKED:
-            return
-        if value == ItemStatus.FAILED:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == ItemStatus.SENDING:
-            buf.write_i32(1)
-        if value == ItemStatus.PENDING:
-            buf.write_i32(2)
-        if value == ItemStatus.DELIVERED:
-            buf.write_i32(3)
-        if value == ItemStatus.REVOKED:
-            buf.write_i32(4)
-        if value == ItemStatus.FAILED:
-            buf.write_i32(5)
-
-
-
-class _UniffiFfiConverterSequenceSequenceTypeContentBlock(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterSequenceTypeContentBlock.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterSequenceTypeContentBlock.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class PendingItem:
-    """
-    One of the client's own prompts or injects.
-"""
-    def __init__(self, *, message_id:typing.Optional[MessageId], mode:ItemMode, status:ItemStatus, content:typing.List[ContentBlock], superseded:typing.List[typing.List[ContentBlock]], held:bool):
-        self.message_id = message_id
-        self.mode = mode
-        self.status = status
-        self.content = content
-        self.superseded = superseded
-        self.held = held
-        
-        
-
-    
-    def __str__(self):
-        return "PendingItem(message_id={}, mode={}, status={}, content={}, superseded={}, held={})".format(self.message_id, self.mode, self.status, self.content, self.superseded, self.held)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.mode != other.mode:
-            return False
-        if self.status != other.status:
-            return False
-        if self.content != other.content:
-            return False
-        if self.superseded != other.superseded:
-            return False
-        if self.held != other.held:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePendingItem(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PendingItem(
-            message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
-            mode=_UniffiFfiConverterTypeItemMode.read(buf),
-            status=_UniffiFfiConverterTypeItemStatus.read(buf),
-            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            superseded=_UniffiFfiConverterSequenceSequenceTypeContentBlock.read(buf),
-            held=_UniffiFfiConverterBoolean.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterTypeItemMode.check_lower(value.mode)
-        _UniffiFfiConverterTypeItemStatus.check_lower(value.status)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterSequenceSequenceTypeContentBlock.check_lower(value.superseded)
-        _UniffiFfiConverterBoolean.check_lower(value.held)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterTypeItemMode.write(value.mode, buf)
-        _UniffiFfiConverterTypeItemStatus.write(value.status, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterSequenceSequenceTypeContentBlock.write(value.superseded, buf)
-        _UniffiFfiConverterBoolean.write(value.held, buf)
-
-class _UniffiFfiConverterSequenceTypePendingItem(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypePendingItem.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypePendingItem.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypePendingItem.read(buf) for i in range(count)
-        ]
-
-
-
-
-
-
-class MessageRole(enum.Enum):
-    """
-    Who a transcript entry is from.
-"""
-    
-    USER = 0
-    
-    AGENT = 1
-    
-    THOUGHT = 2
-    
-
-
-class _UniffiFfiConverterTypeMessageRole(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return MessageRole.USER
-        if variant == 2:
-            return MessageRole.AGENT
-        if variant == 3:
-            return MessageRole.THOUGHT
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == MessageRole.USER:
-            return
-        if value == MessageRole.AGENT:
-            return
-        if value == MessageRole.THOUGHT:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == MessageRole.USER:
-            buf.write_i32(1)
-        if value == MessageRole.AGENT:
-            buf.write_i32(2)
-        if value == MessageRole.THOUGHT:
-            buf.write_i32(3)
-
-
-
-@dataclass
-class TranscriptEntry:
-    """
-    A message of the transcript.
-"""
-    def __init__(self, *, role:MessageRole, message_id:MessageId, content:typing.List[ContentBlock]):
-        self.role = role
-        self.message_id = message_id
-        self.content = content
-        
-        
-
-    
-    def __str__(self):
-        return "TranscriptEntry(role={}, message_id={}, content={})".format(self.role, self.message_id, self.content)
-    def __eq__(self, other):
-        if self.role != other.role:
-            return False
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeTranscriptEntry(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return TranscriptEntry(
-            role=_UniffiFfiConverterTypeMessageRole.read(buf),
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageRole.check_lower(value.role)
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageRole.write(value.role, buf)
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-
-class _UniffiFfiConverterSequenceTypeTranscriptEntry(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeTranscriptEntry.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeTranscriptEntry.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeTranscriptEntry.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class Violation:
-    """
-    A protocol violation the mirror detected.
-"""
-    def __init__(self, *, rule:str, message_id:MessageId):
-        self.rule = rule
-        self.message_id = message_id
-        
-        
-
-    
-    def __str__(self):
-        return "Violation(rule={}, message_id={})".format(self.rule, self.message_id)
-    def __eq__(self, other):
-        if self.rule != other.rule:
-            return False
-        if self.message_id != other.message_id:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeViolation(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return Violation(
-            rule=_UniffiFfiConverterString.read(buf),
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.rule)
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.rule, buf)
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-
-class _UniffiFfiConverterSequenceTypeViolation(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeViolation.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeViolation.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeViolation.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class PendingInject:
-    """
-    A pending inject as the pending-list extension reports it.
-"""
-    def __init__(self, *, message_id:MessageId, mode:InjectMode, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.mode = mode
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PendingInject(message_id={}, mode={}, content={}, meta={})".format(self.message_id, self.mode, self.content, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.mode != other.mode:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePendingInject(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PendingInject(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            mode=_UniffiFfiConverterTypeInjectMode.read(buf),
-            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterTypeInjectMode.check_lower(value.mode)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterTypeInjectMode.write(value.mode, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterSequenceTypePendingInject(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypePendingInject.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypePendingInject.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypePendingInject.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypePendingInject(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypePendingInject.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypePendingInject.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypePendingInject.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class MirrorSnapshot:
-    """
-    Everything a client UI renders for one session.
-"""
-    def __init__(self, *, state:TurnState, stop_reason:typing.Optional[StopReason], usage:typing.Optional[Usage], pending:typing.List[PendingItem], transcript:typing.List[TranscriptEntry], violations:typing.List[Violation], affordances:Affordances, agent_pending:typing.Optional[typing.List[PendingInject]], closed:bool, tolerated:int):
-        self.state = state
-        self.stop_reason = stop_reason
-        self.usage = usage
-        self.pending = pending
-        self.transcript = transcript
-        self.violations = violations
-        self.affordances = affordances
-        self.agent_pending = agent_pending
-        self.closed = closed
-        self.tolerated = tolerated
-        
-        
-
-    
-    def __str__(self):
-        return "MirrorSnapshot(state={}, stop_reason={}, usage={}, pending={}, transcript={}, violations={}, affordances={}, agent_pending={}, closed={}, tolerated={})".format(self.state, self.stop_reason, self.usage, self.pending, self.transcript, self.violations, self.affordances, self.agent_pending, self.closed, self.tolerated)
-    def __eq__(self, other):
-        if self.state != other.state:
-            return False
-        if self.stop_reason != other.stop_reason:
-            return False
-        if self.usage != other.usage:
-            return False
-        if self.pending != other.pending:
-            return False
-        if self.transcript != other.transcript:
-            return False
-        if self.violations != other.violations:
-            return False
-        if self.affordances != other.affordances:
-            return False
-        if self.agent_pending != other.agent_pending:
-            return False
-        if self.closed != other.closed:
-            return False
-        if self.tolerated != other.tolerated:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeMirrorSnapshot(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return MirrorSnapshot(
-            state=_UniffiFfiConverterTypeTurnState.read(buf),
-            stop_reason=_UniffiFfiConverterOptionalTypeStopReason.read(buf),
-            usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
-            pending=_UniffiFfiConverterSequenceTypePendingItem.read(buf),
-            transcript=_UniffiFfiConverterSequenceTypeTranscriptEntry.read(buf),
-            violations=_UniffiFfiConverterSequenceTypeViolation.read(buf),
-            affordances=_UniffiFfiConverterTypeAffordances.read(buf),
-            agent_pending=_UniffiFfiConverterOptionalSequenceTypePendingInject.read(buf),
-            closed=_UniffiFfiConverterBoolean.read(buf),
-            tolerated=_UniffiFfiConverterUInt64.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeTurnState.check_lower(value.state)
-        _UniffiFfiConverterOptionalTypeStopReason.check_lower(value.stop_reason)
-        _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
-        _UniffiFfiConverterSequenceTypePendingItem.check_lower(value.pending)
-        _UniffiFfiConverterSequenceTypeTranscriptEntry.check_lower(value.transcript)
-        _UniffiFfiConverterSequenceTypeViolation.check_lower(value.violations)
-        _UniffiFfiConverterTypeAffordances.check_lower(value.affordances)
-        _UniffiFfiConverterOptionalSequenceTypePendingInject.check_lower(value.agent_pending)
-        _UniffiFfiConverterBoolean.check_lower(value.closed)
-        _UniffiFfiConverterUInt64.check_lower(value.tolerated)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeTurnState.write(value.state, buf)
-        _UniffiFfiConverterOptionalTypeStopReason.write(value.stop_reason, buf)
-        _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
-        _UniffiFfiConverterSequenceTypePendingItem.write(value.pending, buf)
-        _UniffiFfiConverterSequenceTypeTranscriptEntry.write(value.transcript, buf)
-        _UniffiFfiConverterSequenceTypeViolation.write(value.violations, buf)
-        _UniffiFfiConverterTypeAffordances.write(value.affordances, buf)
-        _UniffiFfiConverterOptionalSequenceTypePendingInject.write(value.agent_pending, buf)
-        _UniffiFfiConverterBoolean.write(value.closed, buf)
-        _UniffiFfiConverterUInt64.write(value.tolerated, buf)
-
-class _UniffiFfiConverterBoxTypeMcpServerStdio(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeMcpServerStdio.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeMcpServerStdio.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeMcpServerStdio.read(buf)
-
-class _UniffiFfiConverterBoxTypeMcpServerHttp(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeMcpServerHttp.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeMcpServerHttp.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeMcpServerHttp.read(buf)
-
-
-
-
-
-
-class McpServer:
-    """
-    Configuration for connecting to an MCP (Model Context Protocol) server.
-
-    MCP servers provide tools and context that the agent can use when
-    processing prompts.
-
-    See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
-"""
-    def __init__(self):
-        raise RuntimeError("McpServer cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class STDIO:
-        """
-        `stdio`: Stdio transport configuration
-
-        Only available when the Agent capabilities include `session.mcp.stdio`.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"McpServer.STDIO{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, McpServer):
-                return NotImplemented
-            if not other.is_STDIO():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class HTTP:
-        """
-        `http`: HTTP transport configuration
-
-        Only available when the Agent capabilities include `session.mcp.http`.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"McpServer.HTTP{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, McpServer):
-                return NotImplemented
-            if not other.is_HTTP():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"McpServer.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, McpServer):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_STDIO(self) -> bool:
-        return isinstance(self, McpServer.STDIO)
-    def is_stdio(self) -> bool:
-        return isinstance(self, McpServer.STDIO)
-    def is_HTTP(self) -> bool:
-        return isinstance(self, McpServer.HTTP)
-    def is_http(self) -> bool:
-        return isinstance(self, McpServer.HTTP)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, McpServer.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, McpServer.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-McpServer.STDIO = type("McpServer.STDIO", (McpServer.STDIO, McpServer,), {})  # type: ignore
-McpServer.HTTP = type("McpServer.HTTP", (McpServer.HTTP, McpServer,), {})  # type: ignore
-McpServer.OTHER = type("McpServer.OTHER", (McpServer.OTHER, McpServer,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeMcpServer(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return McpServer.STDIO(
-                _UniffiFfiConverterBoxTypeMcpServerStdio.read(buf),
-            )
-        if variant == 2:
-            return McpServer.HTTP(
-                _UniffiFfiConverterBoxTypeMcpServerHttp.read(buf),
-            )
-        if variant == 3:
-            return McpServer.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_STDIO():
-            _UniffiFfiConverterBoxTypeMcpServerStdio.check_lower(value._values[0])
-            return
-        if value.is_HTTP():
-            _UniffiFfiConverterBoxTypeMcpServerHttp.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_STDIO():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeMcpServerStdio.write(value._values[0], buf)
-        if value.is_HTTP():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeMcpServerHttp.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(3)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-class _UniffiFfiConverterSequenceTypeMcpServer(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeMcpServer.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeMcpServer.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeMcpServer.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeMcpServer(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeMcpServer.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeMcpServer.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeMcpServer.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class NewSessionRequest:
-    """
-    Request parameters for creating a new session.
-
-    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
-"""
-    def __init__(self, *, cwd:str, additional_directories:typing.Optional[typing.List[str]] = None, mcp_servers:typing.Optional[typing.List[McpServer]] = None, meta:typing.Optional[JsonObject] = None):
-        self.cwd = cwd
-        self.additional_directories = additional_directories
-        self.mcp_servers = mcp_servers
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "NewSessionRequest(cwd={}, additional_directories={}, mcp_servers={}, meta={})".format(self.cwd, self.additional_directories, self.mcp_servers, self.meta)
-    def __eq__(self, other):
-        if self.cwd != other.cwd:
-            return False
-        if self.additional_directories != other.additional_directories:
-            return False
-        if self.mcp_servers != other.mcp_servers:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeNewSessionRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return NewSessionRequest(
-            cwd=_UniffiFfiConverterString.read(buf),
-            additional_directories=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            mcp_servers=_UniffiFfiConverterOptionalSequenceTypeMcpServer.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.cwd)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.additional_directories)
-        _UniffiFfiConverterOptionalSequenceTypeMcpServer.check_lower(value.mcp_servers)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.cwd, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.additional_directories, buf)
-        _UniffiFfiConverterOptionalSequenceTypeMcpServer.write(value.mcp_servers, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class NewSessionResponse:
-    """
-    Response from creating a new session.
-
-    New sessions default to `idle` until a state update reports otherwise.
-    Updates may arrive before or after this response. Clients MUST NOT overwrite
-    an already-reported state when the response arrives.
-
-    See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
-"""
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "NewSessionResponse(session_id={}, meta={})".format(self.session_id, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeNewSessionResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return NewSessionResponse(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class PendingInjectsUpdate:
-    """
-    Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
-"""
-    def __init__(self, *, pending:typing.List[PendingInject], meta:typing.Optional[JsonObject] = None):
-        self.pending = pending
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PendingInjectsUpdate(pending={}, meta={})".format(self.pending, self.meta)
-    def __eq__(self, other):
-        if self.pending != other.pending:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePendingInjectsUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PendingInjectsUpdate(
-            pending=_UniffiFfiConverterSequenceTypePendingInject.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterSequenceTypePendingInject.check_lower(value.pending)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterSequenceTypePendingInject.write(value.pending, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-class _UniffiFfiConverterTypePermissionOptionId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-PermissionOptionId = str
-
-
-
-
-PermissionOptionKind = acp_inject.enums.PermissionOptionKind
-
-
-class _UniffiFfiConverterTypePermissionOptionKind:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.PermissionOptionKind(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.PermissionOptionKind(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.PermissionOptionKind(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.PermissionOptionKind(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.PermissionOptionKind(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-@dataclass
-class PermissionOption:
-    """
-    An option presented to the user when requesting permission.
-"""
-    def __init__(self, *, option_id:PermissionOptionId, name:str, kind:PermissionOptionKind, meta:typing.Optional[JsonObject] = None):
-        self.option_id = option_id
-        self.name = name
-        self.kind = kind
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PermissionOption(option_id={}, name={}, kind={}, meta={})".format(self.option_id, self.name, self.kind, self.meta)
-    def __eq__(self, other):
-        if self.option_id != other.option_id:
-            return False
-        if self.name != other.name:
-            return False
-        if self.kind != other.kind:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePermissionOption(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PermissionOption(
-            option_id=_UniffiFfiConverterTypePermissionOptionId.read(buf),
-            name=_UniffiFfiConverterString.read(buf),
-            kind=_UniffiFfiConverterTypePermissionOptionKind.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypePermissionOptionId.check_lower(value.option_id)
-        _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterTypePermissionOptionKind.check_lower(value.kind)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypePermissionOptionId.write(value.option_id, buf)
-        _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterTypePermissionOptionKind.write(value.kind, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterSequenceTypePermissionOption(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypePermissionOption.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypePermissionOption.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypePermissionOption.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class PermissionAsk:
-    """
-    What a runtime asks the user (`session/request_permission` without the session and id).
-"""
-    def __init__(self, *, title:str, description:typing.Optional[str], options:typing.List[PermissionOption], subject:typing.Optional[JsonObject]):
-        self.title = title
-        self.description = description
-        self.options = options
-        self.subject = subject
-        
-        
-
-    
-    def __str__(self):
-        return "PermissionAsk(title={}, description={}, options={}, subject={})".format(self.title, self.description, self.options, self.subject)
-    def __eq__(self, other):
-        if self.title != other.title:
-            return False
-        if self.description != other.description:
-            return False
-        if self.options != other.options:
-            return False
-        if self.subject != other.subject:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePermissionAsk(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PermissionAsk(
-            title=_UniffiFfiConverterString.read(buf),
-            description=_UniffiFfiConverterOptionalString.read(buf),
-            options=_UniffiFfiConverterSequenceTypePermissionOption.read(buf),
-            subject=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.title)
-        _UniffiFfiConverterOptionalString.check_lower(value.description)
-        _UniffiFfiConverterSequenceTypePermissionOption.check_lower(value.options)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.subject)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.title, buf)
-        _UniffiFfiConverterOptionalString.write(value.description, buf)
-        _UniffiFfiConverterSequenceTypePermissionOption.write(value.options, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.subject, buf)
-
-
-class _UniffiFfiConverterTypeConnId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-ConnId = str
-
-
-class _UniffiFfiConverterSequenceTypeConnId(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeConnId.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeConnId.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeConnId.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class SessionSetup:
-    """
-    The parameters of `session/new` or `session/resume`.
-"""
-    def __init__(self, *, cwd:str, additional_directories:typing.List[str], mcp_servers:typing.List[McpServer]):
-        self.cwd = cwd
-        self.additional_directories = additional_directories
-        self.mcp_servers = mcp_servers
-        
-        
-
-    
-    def __str__(self):
-        return "SessionSetup(cwd={}, additional_directories={}, mcp_servers={})".format(self.cwd, self.additional_directories, self.mcp_servers)
-    def __eq__(self, other):
-        if self.cwd != other.cwd:
-            return False
-        if self.additional_directories != other.additional_directories:
-            return False
-        if self.mcp_servers != other.mcp_servers:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionSetup(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionSetup(
-            cwd=_UniffiFfiConverterString.read(buf),
-            additional_directories=_UniffiFfiConverterSequenceString.read(buf),
-            mcp_servers=_UniffiFfiConverterSequenceTypeMcpServer.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.cwd)
-        _UniffiFfiConverterSequenceString.check_lower(value.additional_directories)
-        _UniffiFfiConverterSequenceTypeMcpServer.check_lower(value.mcp_servers)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.cwd, buf)
-        _UniffiFfiConverterSequenceString.write(value.additional_directories, buf)
-        _UniffiFfiConverterSequenceTypeMcpServer.write(value.mcp_servers, buf)
-
-@dataclass
-class UserInput:
-    """
-    A message handed to the runtime.
-"""
-    def __init__(self, *, message_id:MessageId, content:typing.List[ContentBlock]):
-        self.message_id = message_id
-        self.content = content
-        
-        
-
-    
-    def __str__(self):
-        return "UserInput(message_id={}, content={})".format(self.message_id, self.content)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUserInput(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UserInput(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-
-class _UniffiFfiConverterSequenceTypeUserInput(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeUserInput.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeUserInput.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeUserInput.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterBoxTypeCancelledPermissionOutcome(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeCancelledPermissionOutcome.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeCancelledPermissionOutcome.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeCancelledPermissionOutcome.read(buf)
-
-@dataclass
-class SelectedPermissionOutcome:
-    """
-    The user selected one of the provided options.
-
-    If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-    approved.
-"""
-    def __init__(self, *, option_id:PermissionOptionId, meta:typing.Optional[JsonObject] = None):
-        self.option_id = option_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SelectedPermissionOutcome(option_id={}, meta={})".format(self.option_id, self.meta)
-    def __eq__(self, other):
-        if self.option_id != other.option_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSelectedPermissionOutcome(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SelectedPermissionOutcome(
-            option_id=_UniffiFfiConverterTypePermissionOptionId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypePermissionOptionId.check_lower(value.option_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypePermissionOptionId.write(value.option_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeSelectedPermissionOutcome(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeSelectedPermissionOutcome.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeSelectedPermissionOutcome.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeSelectedPermissionOutcome.read(buf)
-
-
-
-
-
-
-class RequestPermissionOutcome:
-    """
-    The outcome of a permission request.
-"""
-    def __init__(self):
-        raise RuntimeError("RequestPermissionOutcome cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class CANCELLED:
-        """
-        `cancelled`: The request was not approved and no option was selected: the session's work was
-        cancelled, the user dismissed the prompt, or the client declined it by policy.
-        Agents MUST NOT proceed with the operation.
-
-        The client answers a request the agent cancels with `$/cancel_request` with
-        this outcome. After sending `session/cancel`, the client MAY also send it
-        without waiting for `$/cancel_request`, for a request it knows belongs to the
-        cancelled foreground work.
-
-        See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RequestPermissionOutcome.CANCELLED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RequestPermissionOutcome):
-                return NotImplemented
-            if not other.is_CANCELLED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class SELECTED:
-        """
-        `selected`: The user selected one of the provided options.
-
-        If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-        approved.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RequestPermissionOutcome.SELECTED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RequestPermissionOutcome):
-                return NotImplemented
-            if not other.is_SELECTED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RequestPermissionOutcome.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RequestPermissionOutcome):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_CANCELLED(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.CANCELLED)
-    def is_cancelled(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.CANCELLED)
-    def is_SELECTED(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.SELECTED)
-    def is_selected(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.SELECTED)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, RequestPermissionOutcome.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-RequestPermissionOutcome.CANCELLED = type("RequestPermissionOutcome.CANCELLED", (RequestPermissionOutcome.CANCELLED, RequestPermissionOutcome,), {})  # type: ignore
-RequestPermissionOutcome.SELECTED = type("RequestPermissionOutcome.SELECTED", (RequestPermissionOutcome.SELECTED, RequestPermissionOutcome,), {})  # type: ignore
-RequestPermissionOutcome.OTHER = type("RequestPermissionOutcome.OTHER", (RequestPermissionOutcome.OTHER, RequestPermissionOutcome,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeRequestPermissionOutcome(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return RequestPermissionOutcome.CANCELLED(
-                _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.read(buf),
-            )
-        if variant == 2:
-            return RequestPermissionOutcome.SELECTED(
-                _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.read(buf),
-            )
-        if variant == 3:
-            return RequestPermissionOutcome.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_CANCELLED():
-            _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.check_lower(value._values[0])
-            return
-        if value.is_SELECTED():
-            _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_CANCELLED():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeCancelledPermissionOutcome.write(value._values[0], buf)
-        if value.is_SELECTED():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeSelectedPermissionOutcome.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(3)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-
-
-
-
-
-class RuntimeAction:
-    """
-    What the runtime must do.
-"""
-    def __init__(self):
-        raise RuntimeError("RuntimeAction cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class SESSION_OPENED:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeAction.SESSION_OPENED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_SESSION_OPENED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class SESSION_RESUMED:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeAction.SESSION_RESUMED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_SESSION_RESUMED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class START_TURN:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeAction.START_TURN{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_START_TURN():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class DELIVER:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeAction.DELIVER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_DELIVER():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class INTERRUPT_STREAM:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.INTERRUPT_STREAM()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_INTERRUPT_STREAM():
-                return False
-            return True
-
-    @dataclass
-    class CANCEL_TURN:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.CANCEL_TURN()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_CANCEL_TURN():
-                return False
-            return True
-
-    @dataclass
-    class PERMISSION_ANSWERED:
-        
-        def __init__(self, request_id:RequestId, outcome:RequestPermissionOutcome):
-            self.request_id = request_id
-            
-            
-            self.outcome = outcome
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.PERMISSION_ANSWERED(request_id={}, outcome={})".format(self.request_id, self.outcome)
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_PERMISSION_ANSWERED():
-                return False
-            if self.request_id != other.request_id:
-                return False
-            if self.outcome != other.outcome:
-                return False
-            return True
-
-    @dataclass
-    class CLOSED:
-        
-        def __init__(self, dropped:typing.List[PendingInject], turn_cancelled:bool):
-            self.dropped = dropped
-            
-            
-            self.turn_cancelled = turn_cancelled
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeAction.CLOSED(dropped={}, turn_cancelled={})".format(self.dropped, self.turn_cancelled)
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeAction):
-                return NotImplemented
-            if not other.is_CLOSED():
-                return False
-            if self.dropped != other.dropped:
-                return False
-            if self.turn_cancelled != other.turn_cancelled:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_SESSION_OPENED(self) -> bool:
-        return isinstance(self, RuntimeAction.SESSION_OPENED)
-    def is_session_opened(self) -> bool:
-        return isinstance(self, RuntimeAction.SESSION_OPENED)
-    def is_SESSION_RESUMED(self) -> bool:
-        return isinstance(self, RuntimeAction.SESSION_RESUMED)
-    def is_session_resumed(self) -> bool:
-        return isinstance(self, RuntimeAction.SESSION_RESUMED)
-    def is_START_TURN(self) -> bool:
-        return isinstance(self, RuntimeAction.START_TURN)
-    def is_start_turn(self) -> bool:
-        return isinstance(self, RuntimeAction.START_TURN)
-    def is_DELIVER(self) -> bool:
-        return isinstance(self, RuntimeAction.DELIVER)
-    def is_deliver(self) -> bool:
-        return isinstance(self, RuntimeAction.DELIVER)
-    def is_INTERRUPT_STREAM(self) -> bool:
-        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
-    def is_interrupt_stream(self) -> bool:
-        return isinstance(self, RuntimeAction.INTERRUPT_STREAM)
-    def is_CANCEL_TURN(self) -> bool:
-        return isinstance(self, RuntimeAction.CANCEL_TURN)
-    def is_cancel_turn(self) -> bool:
-        return isinstance(self, RuntimeAction.CANCEL_TURN)
-    def is_PERMISSION_ANSWERED(self) -> bool:
-        return isinstance(self, RuntimeAction.PERMISSION_ANSWERED)
-    def is_permission_answered(self) -> bool:
-        return isinstance(self, RuntimeAction.PERMISSION_ANSWERED)
-    def is_CLOSED(self) -> bool:
-        return isinstance(self, RuntimeAction.CLOSED)
-    def is_closed(self) -> bool:
-        return isinstance(self, RuntimeAction.CLOSED)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-RuntimeAction.SESSION_OPENED = type("RuntimeAction.SESSION_OPENED", (RuntimeAction.SESSION_OPENED, RuntimeAction,), {})  # type: ignore
-RuntimeAction.SESSION_RESUMED = type("RuntimeAction.SESSION_RESUMED", (RuntimeAction.SESSION_RESUMED, RuntimeAction,), {})  # type: ignore
-RuntimeAction.START_TURN = type("RuntimeAction.START_TURN", (RuntimeAction.START_TURN, RuntimeAction,), {})  # type: ignore
-RuntimeAction.DELIVER = type("RuntimeAction.DELIVER", (RuntimeAction.DELIVER, RuntimeAction,), {})  # type: ignore
-RuntimeAction.INTERRUPT_STREAM = type("RuntimeAction.INTERRUPT_STREAM", (RuntimeAction.INTERRUPT_STREAM, RuntimeAction,), {})  # type: ignore
-RuntimeAction.CANCEL_TURN = type("RuntimeAction.CANCEL_TURN", (RuntimeAction.CANCEL_TURN, RuntimeAction,), {})  # type: ignore
-RuntimeAction.PERMISSION_ANSWERED = type("RuntimeAction.PERMISSION_ANSWERED", (RuntimeAction.PERMISSION_ANSWERED, RuntimeAction,), {})  # type: ignore
-RuntimeAction.CLOSED = type("RuntimeAction.CLOSED", (RuntimeAction.CLOSED, RuntimeAction,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeRuntimeAction(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return RuntimeAction.SESSION_OPENED(
-                _UniffiFfiConverterTypeSessionSetup.read(buf),
-            )
-        if variant == 2:
-            return RuntimeAction.SESSION_RESUMED(
-                _UniffiFfiConverterTypeSessionSetup.read(buf),
-            )
-        if variant == 3:
-            return RuntimeAction.START_TURN(
-                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
-            )
-        if variant == 4:
-            return RuntimeAction.DELIVER(
-                _UniffiFfiConverterSequenceTypeUserInput.read(buf),
-            )
-        if variant == 5:
-            return RuntimeAction.INTERRUPT_STREAM(
-            )
-        if variant == 6:
-            return RuntimeAction.CANCEL_TURN(
-            )
-        if variant == 7:
-            return RuntimeAction.PERMISSION_ANSWERED(
-                _UniffiFfiConverterTypeRequestId.read(buf),
-                _UniffiFfiConverterTypeRequestPermissionOutcome.read(buf),
-            )
-        if variant == 8:
-            return RuntimeAction.CLOSED(
-                _UniffiFfiConverterSequenceTypePendingInject.read(buf),
-                _UniffiFfiConverterBoolean.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_SESSION_OPENED():
-            _UniffiFfiConverterTypeSessionSetup.check_lower(value._values[0])
-            return
-        if value.is_SESSION_RESUMED():
-            _UniffiFfiConverterTypeSessionSetup.check_lower(value._values[0])
-            return
-        if value.is_START_TURN():
-            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value._values[0])
-            return
-        if value.is_DELIVER():
-            _UniffiFfiConverterSequenceTypeUserInput.check_lower(value._values[0])
-            return
-        if value.is_INTERRUPT_STREAM():
-            return
-        if value.is_CANCEL_TURN():
-            return
-        if value.is_PERMISSION_ANSWERED():
-            _UniffiFfiConverterTypeRequestId.check_lower(value.request_id)
-            _UniffiFfiConverterTypeRequestPermissionOutcome.check_lower(value.outcome)
-            return
-        if value.is_CLOSED():
-            _UniffiFfiConverterSequenceTypePendingInject.check_lower(value.dropped)
-            _UniffiFfiConverterBoolean.check_lower(value.turn_cancelled)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_SESSION_OPENED():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeSessionSetup.write(value._values[0], buf)
-        if value.is_SESSION_RESUMED():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeSessionSetup.write(value._values[0], buf)
-        if value.is_START_TURN():
-            buf.write_i32(3)
-            _UniffiFfiConverterSequenceTypeUserInput.write(value._values[0], buf)
-        if value.is_DELIVER():
-            buf.write_i32(4)
-            _UniffiFfiConverterSequenceTypeUserInput.write(value._values[0], buf)
-        if value.is_INTERRUPT_STREAM():
-            buf.write_i32(5)
-        if value.is_CANCEL_TURN():
-            buf.write_i32(6)
-        if value.is_PERMISSION_ANSWERED():
-            buf.write_i32(7)
-            _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
-            _UniffiFfiConverterTypeRequestPermissionOutcome.write(value.outcome, buf)
-        if value.is_CLOSED():
-            buf.write_i32(8)
-            _UniffiFfiConverterSequenceTypePendingInject.write(value.dropped, buf)
-            _UniffiFfiConverterBoolean.write(value.turn_cancelled, buf)
-
-
-
-
-
-
-
-
-class Output:
-    """
-    One output of the agent core, in order.
-"""
-    def __init__(self):
-        raise RuntimeError("Output cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class LINE:
-        
-        def __init__(self, to:typing.List[ConnId], line:str):
-            self.to = to
-            
-            
-            self.line = line
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Output.LINE(to={}, line={})".format(self.to, self.line)
-        def __eq__(self, other):
-            if not isinstance(other, Output):
-                return NotImplemented
-            if not other.is_LINE():
-                return False
-            if self.to != other.to:
-                return False
-            if self.line != other.line:
-                return False
-            return True
-
-    @dataclass
-    class ACTION:
-        
-        def __init__(self, session:SessionId, action:RuntimeAction):
-            self.session = session
-            
-            
-            self.action = action
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Output.ACTION(session={}, action={})".format(self.session, self.action)
-        def __eq__(self, other):
-            if not isinstance(other, Output):
-                return NotImplemented
-            if not other.is_ACTION():
-                return False
-            if self.session != other.session:
-                return False
-            if self.action != other.action:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_LINE(self) -> bool:
-        return isinstance(self, Output.LINE)
-    def is_line(self) -> bool:
-        return isinstance(self, Output.LINE)
-    def is_ACTION(self) -> bool:
-        return isinstance(self, Output.ACTION)
-    def is_action(self) -> bool:
-        return isinstance(self, Output.ACTION)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-Output.LINE = type("Output.LINE", (Output.LINE, Output,), {})  # type: ignore
-Output.ACTION = type("Output.ACTION", (Output.ACTION, Output,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeOutput(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return Output.LINE(
-                _UniffiFfiConverterSequenceTypeConnId.read(buf),
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 2:
-            return Output.ACTION(
-                _UniffiFfiConverterTypeSessionId.read(buf),
-                _UniffiFfiConverterTypeRuntimeAction.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_LINE():
-            _UniffiFfiConverterSequenceTypeConnId.check_lower(value.to)
-            _UniffiFfiConverterString.check_lower(value.line)
-            return
-        if value.is_ACTION():
-            _UniffiFfiConverterTypeSessionId.check_lower(value.session)
-            _UniffiFfiConverterTypeRuntimeAction.check_lower(value.action)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_LINE():
-            buf.write_i32(1)
-            _UniffiFfiConverterSequenceTypeConnId.write(value.to, buf)
-            _UniffiFfiConverterString.write(value.line, buf)
-        if value.is_ACTION():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeSessionId.write(value.session, buf)
-            _UniffiFfiConverterTypeRuntimeAction.write(value.action, buf)
-
-
-
-class _UniffiFfiConverterSequenceTypeOutput(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeOutput.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeOutput.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeOutput.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class PermissionRequestSent:
-    """
-    A permission request the core sent: its id (the `PermissionAnswered` action that answers it
-    carries the same id) and the outputs the call caused (the `requires_action` update and the
-    request line, or the `cancelled` answer when no controller is attached).
-"""
-    def __init__(self, *, request_id:RequestId, outputs:typing.List[Output]):
-        self.request_id = request_id
-        self.outputs = outputs
-        
-        
-
-    
-    def __str__(self):
-        return "PermissionRequestSent(request_id={}, outputs={})".format(self.request_id, self.outputs)
-    def __eq__(self, other):
-        if self.request_id != other.request_id:
-            return False
-        if self.outputs != other.outputs:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePermissionRequestSent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PermissionRequestSent(
-            request_id=_UniffiFfiConverterTypeRequestId.read(buf),
-            outputs=_UniffiFfiConverterSequenceTypeOutput.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeRequestId.check_lower(value.request_id)
-        _UniffiFfiConverterSequenceTypeOutput.check_lower(value.outputs)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
-        _UniffiFfiConverterSequenceTypeOutput.write(value.outputs, buf)
-
-
-
-PlanEntryPriority = acp_inject.enums.PlanEntryPriority
-
-
-class _UniffiFfiConverterTypePlanEntryPriority:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.PlanEntryPriority(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.PlanEntryPriority(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.PlanEntryPriority(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.PlanEntryPriority(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.PlanEntryPriority(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-
-
-PlanEntryStatus = acp_inject.enums.PlanEntryStatus
-
-
-class _UniffiFfiConverterTypePlanEntryStatus:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.PlanEntryStatus(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.PlanEntryStatus(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.PlanEntryStatus(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.PlanEntryStatus(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.PlanEntryStatus(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-@dataclass
-class PlanEntry:
-    """
-    A single entry in the execution plan.
-
-    Represents a task or goal that the assistant intends to accomplish
-    as part of fulfilling the user's request.
-    See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
-"""
-    def __init__(self, *, content:str, priority:PlanEntryPriority, status:PlanEntryStatus, meta:typing.Optional[JsonObject] = None):
-        self.content = content
-        self.priority = priority
-        self.status = status
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PlanEntry(content={}, priority={}, status={}, meta={})".format(self.content, self.priority, self.status, self.meta)
-    def __eq__(self, other):
-        if self.content != other.content:
-            return False
-        if self.priority != other.priority:
-            return False
-        if self.status != other.status:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePlanEntry(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PlanEntry(
-            content=_UniffiFfiConverterString.read(buf),
-            priority=_UniffiFfiConverterTypePlanEntryPriority.read(buf),
-            status=_UniffiFfiConverterTypePlanEntryStatus.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.content)
-        _UniffiFfiConverterTypePlanEntryPriority.check_lower(value.priority)
-        _UniffiFfiConverterTypePlanEntryStatus.check_lower(value.status)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.content, buf)
-        _UniffiFfiConverterTypePlanEntryPriority.write(value.priority, buf)
-        _UniffiFfiConverterTypePlanEntryStatus.write(value.status, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterSequenceTypePlanEntry(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypePlanEntry.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypePlanEntry.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypePlanEntry.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class PlanItems:
-    """
-    Structured plan entries.
-"""
-    def __init__(self, *, plan_id:str, entries:typing.List[PlanEntry], meta:typing.Optional[JsonObject] = None):
-        self.plan_id = plan_id
-        self.entries = entries
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PlanItems(plan_id={}, entries={}, meta={})".format(self.plan_id, self.entries, self.meta)
-    def __eq__(self, other):
-        if self.plan_id != other.plan_id:
-            return False
-        if self.entries != other.entries:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePlanItems(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PlanItems(
-            plan_id=_UniffiFfiConverterString.read(buf),
-            entries=_UniffiFfiConverterSequenceTypePlanEntry.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.plan_id)
-        _UniffiFfiConverterSequenceTypePlanEntry.check_lower(value.entries)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.plan_id, buf)
-        _UniffiFfiConverterSequenceTypePlanEntry.write(value.entries, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypePlanItems(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypePlanItems.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypePlanItems.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypePlanItems.read(buf)
-
-
-
-
-
-
-class PlanUpdateContent:
-    """
-    Updated content for a plan.
-"""
-    def __init__(self):
-        raise RuntimeError("PlanUpdateContent cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class ITEMS:
-        """
-        `items`: Structured plan entries.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"PlanUpdateContent.ITEMS{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, PlanUpdateContent):
-                return NotImplemented
-            if not other.is_ITEMS():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"PlanUpdateContent.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, PlanUpdateContent):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_ITEMS(self) -> bool:
-        return isinstance(self, PlanUpdateContent.ITEMS)
-    def is_items(self) -> bool:
-        return isinstance(self, PlanUpdateContent.ITEMS)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, PlanUpdateContent.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, PlanUpdateContent.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-PlanUpdateContent.ITEMS = type("PlanUpdateContent.ITEMS", (PlanUpdateContent.ITEMS, PlanUpdateContent,), {})  # type: ignore
-PlanUpdateContent.OTHER = type("PlanUpdateContent.OTHER", (PlanUpdateContent.OTHER, PlanUpdateContent,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypePlanUpdateContent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return PlanUpdateContent.ITEMS(
-                _UniffiFfiConverterBoxTypePlanItems.read(buf),
-            )
-        if variant == 2:
-            return PlanUpdateContent.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_ITEMS():
-            _UniffiFfiConverterBoxTypePlanItems.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_ITEMS():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypePlanItems.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-@dataclass
-class PlanUpdate:
-    """
-    A content update for a plan identified by ID.
-    See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
-"""
-    def __init__(self, *, plan:PlanUpdateContent, meta:typing.Optional[JsonObject] = None):
-        self.plan = plan
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PlanUpdate(plan={}, meta={})".format(self.plan, self.meta)
-    def __eq__(self, other):
-        if self.plan != other.plan:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePlanUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PlanUpdate(
-            plan=_UniffiFfiConverterTypePlanUpdateContent.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypePlanUpdateContent.check_lower(value.plan)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypePlanUpdateContent.write(value.plan, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class PromptRequest:
-    """
-    Request parameters for sending a user prompt to the agent.
-
-    Contains the user's message and any additional context.
-
-    See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
-"""
-    def __init__(self, *, session_id:SessionId, prompt:typing.List[ContentBlock], meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.prompt = prompt
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PromptRequest(session_id={}, prompt={}, meta={})".format(self.session_id, self.prompt, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.prompt != other.prompt:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePromptRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PromptRequest(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            prompt=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.prompt)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.prompt, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class PromptResponse:
-    """
-    Response acknowledging that a user prompt was inserted into the ACP conversation.
-
-    This response does not indicate that the prompt was merely received or held, nor that the
-    agent has finished processing it.
-    Processing and completion are reported through `state_update` session updates.
-
-    Insertion is the logical addition of a user message with a message ID and a position
-    relative to other messages in the ACP conversation.
-
-    See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
-"""
-    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "PromptResponse(message_id={}, meta={})".format(self.message_id, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePromptResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PromptResponse(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class ProtocolError:
-    """
-    An error the agent answered to one of this client's requests.
-"""
-    def __init__(self, *, code:int, message:str, reason:typing.Optional[ErrorReason], message_id:typing.Optional[MessageId], detail:typing.Optional[str]):
-        self.code = code
-        self.message = message
-        self.reason = reason
-        self.message_id = message_id
-        self.detail = detail
-        
-        
-
-    
-    def __str__(self):
-        return "ProtocolError(code={}, message={}, reason={}, message_id={}, detail={})".format(self.code, self.message, self.reason, self.message_id, self.detail)
-    def __eq__(self, other):
-        if self.code != other.code:
-            return False
-        if self.message != other.message:
-            return False
-        if self.reason != other.reason:
-            return False
-        if self.message_id != other.message_id:
-            return False
-        if self.detail != other.detail:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeProtocolError(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ProtocolError(
-            code=_UniffiFfiConverterInt64.read(buf),
-            message=_UniffiFfiConverterString.read(buf),
-            reason=_UniffiFfiConverterOptionalTypeErrorReason.read(buf),
-            message_id=_UniffiFfiConverterOptionalTypeMessageId.read(buf),
-            detail=_UniffiFfiConverterOptionalString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterInt64.check_lower(value.code)
-        _UniffiFfiConverterString.check_lower(value.message)
-        _UniffiFfiConverterOptionalTypeErrorReason.check_lower(value.reason)
-        _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterOptionalString.check_lower(value.detail)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterInt64.write(value.code, buf)
-        _UniffiFfiConverterString.write(value.message, buf)
-        _UniffiFfiConverterOptionalTypeErrorReason.write(value.reason, buf)
-        _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterOptionalString.write(value.detail, buf)
-
-@dataclass
-class ReplaceInjectRequest:
-    """
-    Replaces a pending inject's content, keeping its id, mode and position.
-"""
-    def __init__(self, *, session_id:SessionId, message_id:MessageId, content:typing.List[ContentBlock], meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.message_id = message_id
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ReplaceInjectRequest(session_id={}, message_id={}, content={}, meta={})".format(self.session_id, self.message_id, self.content, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeReplaceInjectRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ReplaceInjectRequest(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class ReplaceInjectResponse:
-    """
-    The content was replaced; the `user_message` will carry the new content.
-"""
-    def __init__(self, *, message_id:MessageId, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ReplaceInjectResponse(message_id={}, meta={})".format(self.message_id, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeReplaceInjectResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ReplaceInjectResponse(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class ReplayFromStart:
-    """
-    Replay all retained conversation history from its first replayable entry.
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ReplayFromStart(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeReplayFromStart(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ReplayFromStart(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class RequestPermissionRequest:
-    """
-    Request for user permission to proceed with an operation.
-
-    Sent when the agent needs authorization before performing a sensitive operation.
-
-    See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
-"""
-    def __init__(self, *, session_id:SessionId, title:str, description:typing.Optional[str] = None, subject:typing.Optional[JsonObject] = None, options:typing.List[PermissionOption], meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.title = title
-        self.description = description
-        self.subject = subject
-        self.options = options
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "RequestPermissionRequest(session_id={}, title={}, description={}, subject={}, options={}, meta={})".format(self.session_id, self.title, self.description, self.subject, self.options, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.title != other.title:
-            return False
-        if self.description != other.description:
-            return False
-        if self.subject != other.subject:
-            return False
-        if self.options != other.options:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeRequestPermissionRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return RequestPermissionRequest(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            title=_UniffiFfiConverterString.read(buf),
-            description=_UniffiFfiConverterOptionalString.read(buf),
-            subject=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-            options=_UniffiFfiConverterSequenceTypePermissionOption.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.title)
-        _UniffiFfiConverterOptionalString.check_lower(value.description)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.subject)
-        _UniffiFfiConverterSequenceTypePermissionOption.check_lower(value.options)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.title, buf)
-        _UniffiFfiConverterOptionalString.write(value.description, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.subject, buf)
-        _UniffiFfiConverterSequenceTypePermissionOption.write(value.options, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class RequestPermissionResponse:
-    """
-    Response to a permission request.
-"""
-    def __init__(self, *, outcome:RequestPermissionOutcome, meta:typing.Optional[JsonObject] = None):
-        self.outcome = outcome
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "RequestPermissionResponse(outcome={}, meta={})".format(self.outcome, self.meta)
-    def __eq__(self, other):
-        if self.outcome != other.outcome:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeRequestPermissionResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return RequestPermissionResponse(
-            outcome=_UniffiFfiConverterTypeRequestPermissionOutcome.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeRequestPermissionOutcome.check_lower(value.outcome)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeRequestPermissionOutcome.write(value.outcome, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class RequiresActionStateUpdate:
-    """
-    Foreground work is blocked on user action.
-"""
-    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]] = None, meta:typing.Optional[JsonObject] = None):
-        self.background = background
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "RequiresActionStateUpdate(background={}, meta={})".format(self.background, self.meta)
-    def __eq__(self, other):
-        if self.background != other.background:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeRequiresActionStateUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return RequiresActionStateUpdate(
-            background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeReplayFromStart(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeReplayFromStart.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeReplayFromStart.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeReplayFromStart.read(buf)
-
-
-
-
-
-
-class ReplayFrom:
-    """
-    Inclusive cursor describing where replayed session history should begin.
-
-    Replay includes the position identified by the cursor.
-"""
-    def __init__(self):
-        raise RuntimeError("ReplayFrom cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class START:
-        """
-        `start`: Replay all retained conversation history from its first replayable entry.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ReplayFrom.START{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ReplayFrom):
-                return NotImplemented
-            if not other.is_START():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ReplayFrom.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ReplayFrom):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_START(self) -> bool:
-        return isinstance(self, ReplayFrom.START)
-    def is_start(self) -> bool:
-        return isinstance(self, ReplayFrom.START)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, ReplayFrom.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, ReplayFrom.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-ReplayFrom.START = type("ReplayFrom.START", (ReplayFrom.START, ReplayFrom,), {})  # type: ignore
-ReplayFrom.OTHER = type("ReplayFrom.OTHER", (ReplayFrom.OTHER, ReplayFrom,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeReplayFrom(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ReplayFrom.START(
-                _UniffiFfiConverterBoxTypeReplayFromStart.read(buf),
-            )
-        if variant == 2:
-            return ReplayFrom.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_START():
-            _UniffiFfiConverterBoxTypeReplayFromStart.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_START():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeReplayFromStart.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-class _UniffiFfiConverterOptionalTypeReplayFrom(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeReplayFrom.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeReplayFrom.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeReplayFrom.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class ResumeSessionRequest:
-    """
-    Request parameters for resuming an existing session.
-
-    Resumes an existing session and optionally replays retained conversation
-    history according to `replayFrom`.
-"""
-    def __init__(self, *, session_id:SessionId, cwd:str, additional_directories:typing.Optional[typing.List[str]] = None, mcp_servers:typing.Optional[typing.List[McpServer]] = None, replay_from:typing.Optional[ReplayFrom] = None, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.cwd = cwd
-        self.additional_directories = additional_directories
-        self.mcp_servers = mcp_servers
-        self.replay_from = replay_from
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ResumeSessionRequest(session_id={}, cwd={}, additional_directories={}, mcp_servers={}, replay_from={}, meta={})".format(self.session_id, self.cwd, self.additional_directories, self.mcp_servers, self.replay_from, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.cwd != other.cwd:
-            return False
-        if self.additional_directories != other.additional_directories:
-            return False
-        if self.mcp_servers != other.mcp_servers:
-            return False
-        if self.replay_from != other.replay_from:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeResumeSessionRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ResumeSessionRequest(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            cwd=_UniffiFfiConverterString.read(buf),
-            additional_directories=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            mcp_servers=_UniffiFfiConverterOptionalSequenceTypeMcpServer.read(buf),
-            replay_from=_UniffiFfiConverterOptionalTypeReplayFrom.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.cwd)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.additional_directories)
-        _UniffiFfiConverterOptionalSequenceTypeMcpServer.check_lower(value.mcp_servers)
-        _UniffiFfiConverterOptionalTypeReplayFrom.check_lower(value.replay_from)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.cwd, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.additional_directories, buf)
-        _UniffiFfiConverterOptionalSequenceTypeMcpServer.write(value.mcp_servers, buf)
-        _UniffiFfiConverterOptionalTypeReplayFrom.write(value.replay_from, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class ResumeSessionResponse:
-    """
-    Response from resuming an existing session.
-
-    The agent MUST send a current `state_update` after any requested history
-    replay and before this response, even without replay. The update reports
-    foreground state after resuming. The response alone does not imply `idle`.
-
-    See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ResumeSessionResponse(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeResumeSessionResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ResumeSessionResponse(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class RevokeInjectRequest:
-    """
-    Drops a pending inject. Idempotent for an id already revoked.
-"""
-    def __init__(self, *, session_id:SessionId, message_id:MessageId, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.message_id = message_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "RevokeInjectRequest(session_id={}, message_id={}, meta={})".format(self.session_id, self.message_id, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.message_id != other.message_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeRevokeInjectRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return RevokeInjectRequest(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class RevokeInjectResponse:
-    """
-    The inject is revoked: no `user_message` for it will ever be emitted.
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "RevokeInjectResponse(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeRevokeInjectResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return RevokeInjectResponse(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class RunningStateUpdate:
-    """
-    Foreground work is in progress.
-"""
-    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]] = None, meta:typing.Optional[JsonObject] = None):
-        self.background = background
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "RunningStateUpdate(background={}, meta={})".format(self.background, self.meta)
-    def __eq__(self, other):
-        if self.background != other.background:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeRunningStateUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return RunningStateUpdate(
-            background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class SessionClosedUpdate:
-    """
-    Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
-"""
-    def __init__(self, *, meta:typing.Optional[JsonObject] = None):
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SessionClosedUpdate(meta={})".format(self.meta)
-    def __eq__(self, other):
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionClosedUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionClosedUpdate(
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-
-
-
-class StringPatch:
-    """
-    A `::std::string::String` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
-"""
-    def __init__(self):
-        raise RuntimeError("StringPatch cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class ABSENT:
-        """
-        The member is absent: leave the current value.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StringPatch.ABSENT()".format()
-        def __eq__(self, other):
-            if not isinstance(other, StringPatch):
-                return NotImplemented
-            if not other.is_ABSENT():
-                return False
-            return True
-
-    @dataclass
-    class NULL:
-        """
-        The member is `null`: clear the current value.
-"""
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StringPatch.NULL()".format()
-        def __eq__(self, other):
-            if not isinstance(other, StringPatch):
-                return NotImplemented
-            if not other.is_NULL():
-                return False
-            return True
-
-    @dataclass
-    class VALUE:
-        """
-        The member has a value: replace the current value.
-"""
-        
-        def __init__(self, value:str):
-            self.value = value
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "StringPatch.VALUE(value={})".format(self.value)
-        def __eq__(self, other):
-            if not isinstance(other, StringPatch):
-                return NotImplemented
-            if not other.is_VALUE():
-                return False
-            if self.value != other.value:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_ABSENT(self) -> bool:
-        return isinstance(self, StringPatch.ABSENT)
-    def is_absent(self) -> bool:
-        return isinstance(self, StringPatch.ABSENT)
-    def is_NULL(self) -> bool:
-        return isinstance(self, StringPatch.NULL)
-    def is_null(self) -> bool:
-        return isinstance(self, StringPatch.NULL)
-    def is_VALUE(self) -> bool:
-        return isinstance(self, StringPatch.VALUE)
-    def is_value(self) -> bool:
-        return isinstance(self, StringPatch.VALUE)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-StringPatch.ABSENT = type("StringPatch.ABSENT", (StringPatch.ABSENT, StringPatch,), {})  # type: ignore
-StringPatch.NULL = type("StringPatch.NULL", (StringPatch.NULL, StringPatch,), {})  # type: ignore
-StringPatch.VALUE = type("StringPatch.VALUE", (StringPatch.VALUE, StringPatch,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeStringPatch(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return StringPatch.ABSENT(
-            )
-        if variant == 2:
-            return StringPatch.NULL(
-            )
-        if variant == 3:
-            return StringPatch.VALUE(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_ABSENT():
-            return
-        if value.is_NULL():
-            return
-        if value.is_VALUE():
-            _UniffiFfiConverterString.check_lower(value.value)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_ABSENT():
-            buf.write_i32(1)
-        if value.is_NULL():
-            buf.write_i32(2)
-        if value.is_VALUE():
-            buf.write_i32(3)
-            _UniffiFfiConverterString.write(value.value, buf)
-
-
-
-
-class _UniffiFfiConverterTypeStringPatchMember:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeStringPatch.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterTypeStringPatch.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterTypeStringPatch.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterTypeStringPatch.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterTypeStringPatch.lower(value)
-
-
-StringPatchMember = StringPatch
-
-
-@dataclass
-class SessionInfoUpdate:
-    """
-    Session metadata has been updated (title, timestamps, custom metadata)
-"""
-    def __init__(self, *, title:StringPatchMember, updated_at:StringPatchMember, meta:typing.Optional[JsonObject] = None):
-        self.title = title
-        self.updated_at = updated_at
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SessionInfoUpdate(title={}, updated_at={}, meta={})".format(self.title, self.updated_at, self.meta)
-    def __eq__(self, other):
-        if self.title != other.title:
-            return False
-        if self.updated_at != other.updated_at:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionInfoUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionInfoUpdate(
-            title=_UniffiFfiConverterTypeStringPatchMember.read(buf),
-            updated_at=_UniffiFfiConverterTypeStringPatchMember.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeStringPatchMember.check_lower(value.title)
-        _UniffiFfiConverterTypeStringPatchMember.check_lower(value.updated_at)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeStringPatchMember.write(value.title, buf)
-        _UniffiFfiConverterTypeStringPatchMember.write(value.updated_at, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class SessionPage:
-    """
-    One page of `session/list`.
-"""
-    def __init__(self, *, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str]):
-        self.sessions = sessions
-        self.next_cursor = next_cursor
-        
-        
-
-    
-    def __str__(self):
-        return "SessionPage(sessions={}, next_cursor={})".format(self.sessions, self.next_cursor)
-    def __eq__(self, other):
-        if self.sessions != other.sessions:
-            return False
-        if self.next_cursor != other.next_cursor:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionPage(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionPage(
-            sessions=_UniffiFfiConverterSequenceTypeSessionInfo.read(buf),
-            next_cursor=_UniffiFfiConverterOptionalString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterSequenceTypeSessionInfo.check_lower(value.sessions)
-        _UniffiFfiConverterOptionalString.check_lower(value.next_cursor)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterSequenceTypeSessionInfo.write(value.sessions, buf)
-        _UniffiFfiConverterOptionalString.write(value.next_cursor, buf)
-
-@dataclass
-class SessionStatusRequest:
-    """
-    **UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Request parameters for checking the status of a session.
-
-    Only available if the Agent supports the `session.status` capability.
-
-    `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
-    close, or change the session, and does not attach the requesting connection to it.
-    A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
-"""
-    def __init__(self, *, session_id:SessionId, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SessionStatusRequest(session_id={}, meta={})".format(self.session_id, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionStatusRequest(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionStatusRequest(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-SessionStatus = acp_inject.enums.SessionStatus
-
-
-class _UniffiFfiConverterTypeSessionStatus:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.SessionStatus(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.SessionStatus(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.SessionStatus(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.SessionStatus(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.SessionStatus(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-class _UniffiFfiConverterBoxTypeRunningStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeRunningStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeRunningStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeRunningStateUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypeIdleStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeIdleStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeIdleStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeIdleStateUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypeRequiresActionStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeRequiresActionStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeRequiresActionStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeRequiresActionStateUpdate.read(buf)
-
-@dataclass
-class UnknownStateUpdate:
-    """
-    **UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    The Agent cannot currently determine foreground activity.
-    This replaces previously confirmed activity without ending the work or session.
-"""
-    def __init__(self, *, background:typing.Optional[typing.List[BackgroundWork]] = None, meta:typing.Optional[JsonObject] = None):
-        self.background = background
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "UnknownStateUpdate(background={}, meta={})".format(self.background, self.meta)
-    def __eq__(self, other):
-        if self.background != other.background:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUnknownStateUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UnknownStateUpdate(
-            background=_UniffiFfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.check_lower(value.background)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalSequenceTypeBackgroundWork.write(value.background, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeUnknownStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeUnknownStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeUnknownStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeUnknownStateUpdate.read(buf)
-
-
-
-
-
-
-class StateUpdate:
-    """
-    A snapshot of the session's aggregate foreground activity.
-
-    Foreground work is the agent's active response or workflow in the session,
-    including model processing, tool execution, and waiting for user action needed
-    to continue that work. It can start with a prompt or be agent-initiated, for
-    example to pursue an ongoing goal or follow up on a completed background task.
-    Either way, the agent MUST report `running` when foreground work starts,
-    or `requires_action` if it starts blocked on user action, and `idle` when it
-    ends. The agent SHOULD include a stop reason on that idle update.
-    Agent-initiated work does not require a prompt request or a synthetic user
-    message.
-
-    `running` may precede user-message insertion, for example during a foreground
-    hook. It is not acknowledgment of insertion, and rejecting a prompt does not
-    itself end foreground work.
-
-    Background activity can continue and emit other `session/update` notifications
-    while `idle`. Those notifications, including a detached task's progress or
-    completion, do not by themselves change this state. A permission request only
-    warrants `requires_action` when foreground work is blocked on user action.
-
-    The agent SHOULD report `requires_action` when the foreground workflow as a
-    whole cannot progress without user action, including permissions or elicitations.
-    Once reported, it MUST report `running` when progress resumes, or `idle` when
-    work ends without resuming.
-    If other foreground work can progress, the state remains `running`. Resolving
-    one of several requests does not itself change the state. Agents SHOULD ignore
-    responses for work that has already ended rather than use them to resume it.
-
-    A new session defaults to idle until a state update reports otherwise.
-    Resume MUST send a current-state snapshot after any replay and before its
-    response. The snapshot reports foreground state after resuming.
-    The response alone does not imply idle.
-    Repeated snapshots are idempotent, not additional work, completions, or usage.
-    A repeated state may carry updated information without another state transition.
-    The agent MUST report `idle` when no foreground activity remains. Completing
-    an individual activity while other foreground work continues does not require
-    an idle boundary. Local commands use the same lifecycle even without model work.
-
-    See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)
-"""
-    def __init__(self):
-        raise RuntimeError("StateUpdate cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class RUNNING:
-        """
-        `running`: Foreground work is in progress.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.RUNNING{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_RUNNING():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class IDLE:
-        """
-        `idle`: No foreground work is active. Background activity may continue.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.IDLE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_IDLE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class REQUIRES_ACTION:
-        """
-        `requires_action`: Foreground work is blocked on user action.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.REQUIRES_ACTION{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_REQUIRES_ACTION():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class UNKNOWN:
-        """
-        `unknown`: **UNSTABLE**
-
-        This capability is not part of the spec yet, and may be removed or changed at any point.
-
-        The Agent cannot currently determine foreground activity.
-        This replaces previously confirmed activity without ending the work or session.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.UNKNOWN{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_UNKNOWN():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"StateUpdate.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, StateUpdate):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_RUNNING(self) -> bool:
-        return isinstance(self, StateUpdate.RUNNING)
-    def is_running(self) -> bool:
-        return isinstance(self, StateUpdate.RUNNING)
-    def is_IDLE(self) -> bool:
-        return isinstance(self, StateUpdate.IDLE)
-    def is_idle(self) -> bool:
-        return isinstance(self, StateUpdate.IDLE)
-    def is_REQUIRES_ACTION(self) -> bool:
-        return isinstance(self, StateUpdate.REQUIRES_ACTION)
-    def is_requires_action(self) -> bool:
-        return isinstance(self, StateUpdate.REQUIRES_ACTION)
-    def is_UNKNOWN(self) -> bool:
-        return isinstance(self, StateUpdate.UNKNOWN)
-    def is_unknown(self) -> bool:
-        return isinstance(self, StateUpdate.UNKNOWN)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, StateUpdate.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, StateUpdate.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-StateUpdate.RUNNING = type("StateUpdate.RUNNING", (StateUpdate.RUNNING, StateUpdate,), {})  # type: ignore
-StateUpdate.IDLE = type("StateUpdate.IDLE", (StateUpdate.IDLE, StateUpdate,), {})  # type: ignore
-StateUpdate.REQUIRES_ACTION = type("StateUpdate.REQUIRES_ACTION", (StateUpdate.REQUIRES_ACTION, StateUpdate,), {})  # type: ignore
-StateUpdate.UNKNOWN = type("StateUpdate.UNKNOWN", (StateUpdate.UNKNOWN, StateUpdate,), {})  # type: ignore
-StateUpdate.OTHER = type("StateUpdate.OTHER", (StateUpdate.OTHER, StateUpdate,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeStateUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return StateUpdate.RUNNING(
-                _UniffiFfiConverterBoxTypeRunningStateUpdate.read(buf),
-            )
-        if variant == 2:
-            return StateUpdate.IDLE(
-                _UniffiFfiConverterBoxTypeIdleStateUpdate.read(buf),
-            )
-        if variant == 3:
-            return StateUpdate.REQUIRES_ACTION(
-                _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.read(buf),
-            )
-        if variant == 4:
-            return StateUpdate.UNKNOWN(
-                _UniffiFfiConverterBoxTypeUnknownStateUpdate.read(buf),
-            )
-        if variant == 5:
-            return StateUpdate.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_RUNNING():
-            _UniffiFfiConverterBoxTypeRunningStateUpdate.check_lower(value._values[0])
-            return
-        if value.is_IDLE():
-            _UniffiFfiConverterBoxTypeIdleStateUpdate.check_lower(value._values[0])
-            return
-        if value.is_REQUIRES_ACTION():
-            _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.check_lower(value._values[0])
-            return
-        if value.is_UNKNOWN():
-            _UniffiFfiConverterBoxTypeUnknownStateUpdate.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_RUNNING():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeRunningStateUpdate.write(value._values[0], buf)
-        if value.is_IDLE():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeIdleStateUpdate.write(value._values[0], buf)
-        if value.is_REQUIRES_ACTION():
-            buf.write_i32(3)
-            _UniffiFfiConverterBoxTypeRequiresActionStateUpdate.write(value._values[0], buf)
-        if value.is_UNKNOWN():
-            buf.write_i32(4)
-            _UniffiFfiConverterBoxTypeUnknownStateUpdate.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(5)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-class _UniffiFfiConverterOptionalTypeStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeStateUpdate.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class SessionStatusResponse:
-    """
-    **UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    Response from checking the status of a session.
-
-    The result is a snapshot. A session reported `open` may be closed or evicted before
-    the Client's next request.
-"""
-    def __init__(self, *, status:SessionStatus, state:typing.Optional[StateUpdate] = None, meta:typing.Optional[JsonObject] = None):
-        self.status = status
-        self.state = state
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "SessionStatusResponse(status={}, state={}, meta={})".format(self.status, self.state, self.meta)
-    def __eq__(self, other):
-        if self.status != other.status:
-            return False
-        if self.state != other.state:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionStatusResponse(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionStatusResponse(
-            status=_UniffiFfiConverterTypeSessionStatus.read(buf),
-            state=_UniffiFfiConverterOptionalTypeStateUpdate.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionStatus.check_lower(value.status)
-        _UniffiFfiConverterOptionalTypeStateUpdate.check_lower(value.state)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionStatus.write(value.status, buf)
-        _UniffiFfiConverterOptionalTypeStateUpdate.write(value.state, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class ToolCallContentBlock:
-    """
-    Standard content block (text, images, resources).
-"""
-    def __init__(self, *, content:ContentBlock, meta:typing.Optional[JsonObject] = None):
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ToolCallContentBlock(content={}, meta={})".format(self.content, self.meta)
-    def __eq__(self, other):
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeToolCallContentBlock(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ToolCallContentBlock(
-            content=_UniffiFfiConverterTypeContentBlock.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeToolCallContentBlock(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeToolCallContentBlock.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeToolCallContentBlock.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeToolCallContentBlock.read(buf)
-
-
-
-
-
-
-class ToolCallContent:
-    """
-    Content produced by a tool call.
-
-    Tool calls can produce different types of content including standard
-    content blocks (text, images), file diffs, or display-only terminals.
-
-    See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)
-"""
-    def __init__(self):
-        raise RuntimeError("ToolCallContent cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class CONTENT:
-        """
-        `content`: Standard content block (text, images, resources).
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ToolCallContent.CONTENT{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallContent):
-                return NotImplemented
-            if not other.is_CONTENT():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"ToolCallContent.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, ToolCallContent):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_CONTENT(self) -> bool:
-        return isinstance(self, ToolCallContent.CONTENT)
-    def is_content(self) -> bool:
-        return isinstance(self, ToolCallContent.CONTENT)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, ToolCallContent.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, ToolCallContent.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-ToolCallContent.CONTENT = type("ToolCallContent.CONTENT", (ToolCallContent.CONTENT, ToolCallContent,), {})  # type: ignore
-ToolCallContent.OTHER = type("ToolCallContent.OTHER", (ToolCallContent.OTHER, ToolCallContent,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeToolCallContent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ToolCallContent.CONTENT(
-                _UniffiFfiConverterBoxTypeToolCallContentBlock.read(buf),
-            )
-        if variant == 2:
-            return ToolCallContent.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_CONTENT():
-            _UniffiFfiConverterBoxTypeToolCallContentBlock.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_CONTENT():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeToolCallContentBlock.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-@dataclass
-class ToolCallContentChunk:
-    """
-    A chunk of tool-call content being streamed.
-"""
-    def __init__(self, *, tool_call_id:ToolCallId, content:ToolCallContent, meta:typing.Optional[JsonObject] = None):
-        self.tool_call_id = tool_call_id
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ToolCallContentChunk(tool_call_id={}, content={}, meta={})".format(self.tool_call_id, self.content, self.meta)
-    def __eq__(self, other):
-        if self.tool_call_id != other.tool_call_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeToolCallContentChunk(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ToolCallContentChunk(
-            tool_call_id=_UniffiFfiConverterTypeToolCallId.read(buf),
-            content=_UniffiFfiConverterTypeToolCallContent.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeToolCallId.check_lower(value.tool_call_id)
-        _UniffiFfiConverterTypeToolCallContent.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeToolCallId.write(value.tool_call_id, buf)
-        _UniffiFfiConverterTypeToolCallContent.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-ToolKind = acp_inject.enums.ToolKind
-
-
-class _UniffiFfiConverterTypeToolKind:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.ToolKind(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.ToolKind(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.ToolKind(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.ToolKind(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.ToolKind(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-class _UniffiFfiConverterOptionalTypeToolKind(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeToolKind.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeToolKind.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeToolKind.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-
-
-ToolCallStatus = acp_inject.enums.ToolCallStatus
-
-
-class _UniffiFfiConverterTypeToolCallStatus:
-    @staticmethod
-    def write(value, buf):
-        builtin_value = acp_inject.enums.ToolCallStatus(value).value
-        _UniffiFfiConverterString.write(builtin_value, buf)
-
-    @staticmethod
-    def read(buf):
-        builtin_value = _UniffiFfiConverterString.read(buf)
-        return acp_inject.enums.ToolCallStatus(builtin_value)
-
-    @staticmethod
-    def lift(value):
-        builtin_value = _UniffiFfiConverterString.lift(value)
-        return acp_inject.enums.ToolCallStatus(builtin_value)
-
-    @staticmethod
-    def check_lower(value):
-        builtin_value = acp_inject.enums.ToolCallStatus(value).value
-        return _UniffiFfiConverterString.check_lower(builtin_value)
-
-    @staticmethod
-    def lower(value):
-        builtin_value = acp_inject.enums.ToolCallStatus(value).value
-        return _UniffiFfiConverterString.lower(builtin_value)
-
-class _UniffiFfiConverterOptionalTypeToolCallStatus(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeToolCallStatus.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeToolCallStatus.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeToolCallStatus.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterSequenceTypeToolCallContent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeToolCallContent.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeToolCallContent.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeToolCallContent.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceTypeToolCallContent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceTypeToolCallContent.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceTypeToolCallContent.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceTypeToolCallContent.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class ToolCallUpdate:
-    """
-    A tool call has been created or updated.
-"""
-    def __init__(self, *, tool_call_id:ToolCallId, name:typing.Optional[str] = None, title:typing.Optional[str] = None, kind:typing.Optional[ToolKind] = None, status:typing.Optional[ToolCallStatus] = None, content:typing.Optional[typing.List[ToolCallContent]] = None, locations:typing.Optional[typing.List[JsonObject]] = None, raw_input:typing.Optional[Value] = None, raw_output:typing.Optional[Value] = None, meta:typing.Optional[JsonObject] = None):
-        self.tool_call_id = tool_call_id
-        self.name = name
-        self.title = title
-        self.kind = kind
-        self.status = status
-        self.content = content
-        self.locations = locations
-        self.raw_input = raw_input
-        self.raw_output = raw_output
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "ToolCallUpdate(tool_call_id={}, name={}, title={}, kind={}, status={}, content={}, locations={}, raw_input={}, raw_output={}, meta={})".format(self.tool_call_id, self.name, self.title, self.kind, self.status, self.content, self.locations, self.raw_input, self.raw_output, self.meta)
-    def __eq__(self, other):
-        if self.tool_call_id != other.tool_call_id:
-            return False
-        if self.name != other.name:
-            return False
-        if self.title != other.title:
-            return False
-        if self.kind != other.kind:
-            return False
-        if self.status != other.status:
-            return False
-        if self.content != other.content:
-            return False
-        if self.locations != other.locations:
-            return False
-        if self.raw_input != other.raw_input:
-            return False
-        if self.raw_output != other.raw_output:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeToolCallUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return ToolCallUpdate(
-            tool_call_id=_UniffiFfiConverterTypeToolCallId.read(buf),
-            name=_UniffiFfiConverterOptionalString.read(buf),
-            title=_UniffiFfiConverterOptionalString.read(buf),
-            kind=_UniffiFfiConverterOptionalTypeToolKind.read(buf),
-            status=_UniffiFfiConverterOptionalTypeToolCallStatus.read(buf),
-            content=_UniffiFfiConverterOptionalSequenceTypeToolCallContent.read(buf),
-            locations=_UniffiFfiConverterOptionalSequenceTypeJsonObject.read(buf),
-            raw_input=_UniffiFfiConverterOptionalTypeValue.read(buf),
-            raw_output=_UniffiFfiConverterOptionalTypeValue.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeToolCallId.check_lower(value.tool_call_id)
-        _UniffiFfiConverterOptionalString.check_lower(value.name)
-        _UniffiFfiConverterOptionalString.check_lower(value.title)
-        _UniffiFfiConverterOptionalTypeToolKind.check_lower(value.kind)
-        _UniffiFfiConverterOptionalTypeToolCallStatus.check_lower(value.status)
-        _UniffiFfiConverterOptionalSequenceTypeToolCallContent.check_lower(value.content)
-        _UniffiFfiConverterOptionalSequenceTypeJsonObject.check_lower(value.locations)
-        _UniffiFfiConverterOptionalTypeValue.check_lower(value.raw_input)
-        _UniffiFfiConverterOptionalTypeValue.check_lower(value.raw_output)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeToolCallId.write(value.tool_call_id, buf)
-        _UniffiFfiConverterOptionalString.write(value.name, buf)
-        _UniffiFfiConverterOptionalString.write(value.title, buf)
-        _UniffiFfiConverterOptionalTypeToolKind.write(value.kind, buf)
-        _UniffiFfiConverterOptionalTypeToolCallStatus.write(value.status, buf)
-        _UniffiFfiConverterOptionalSequenceTypeToolCallContent.write(value.content, buf)
-        _UniffiFfiConverterOptionalSequenceTypeJsonObject.write(value.locations, buf)
-        _UniffiFfiConverterOptionalTypeValue.write(value.raw_input, buf)
-        _UniffiFfiConverterOptionalTypeValue.write(value.raw_output, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class TurnEnd:
-    """
-    How a turn ended, as the runtime reports it.
-"""
-    def __init__(self, *, stop_reason:StopReason, usage:typing.Optional[Usage] = _DEFAULT, error:typing.Optional[TurnFailure] = _DEFAULT):
-        self.stop_reason = stop_reason
-        if usage is _DEFAULT:
-            self.usage = None
-        else:
-            self.usage = usage
-        if error is _DEFAULT:
-            self.error = None
-        else:
-            self.error = error
-        
-        
-
-    
-    def __str__(self):
-        return "TurnEnd(stop_reason={}, usage={}, error={})".format(self.stop_reason, self.usage, self.error)
-    def __eq__(self, other):
-        if self.stop_reason != other.stop_reason:
-            return False
-        if self.usage != other.usage:
-            return False
-        if self.error != other.error:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeTurnEnd(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return TurnEnd(
-            stop_reason=_UniffiFfiConverterTypeStopReason.read(buf),
-            usage=_UniffiFfiConverterOptionalTypeUsage.read(buf),
-            error=_UniffiFfiConverterOptionalTypeTurnFailure.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeStopReason.check_lower(value.stop_reason)
-        _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
-        _UniffiFfiConverterOptionalTypeTurnFailure.check_lower(value.error)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeStopReason.write(value.stop_reason, buf)
-        _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
-        _UniffiFfiConverterOptionalTypeTurnFailure.write(value.error, buf)
-
-class _UniffiFfiConverterSequenceTypeProtocolVersion(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeProtocolVersion.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeProtocolVersion.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeProtocolVersion.read(buf) for i in range(count)
-        ]
-
-@dataclass
-class UnsupportedProtocolVersionErrorData:
-    """
-    Data for the `-32022` (Unsupported protocol version) error.
-
-    See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
-"""
-    def __init__(self, *, requested:ProtocolVersion, supported:typing.List[ProtocolVersion], meta:typing.Optional[JsonObject] = None):
-        self.requested = requested
-        self.supported = supported
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "UnsupportedProtocolVersionErrorData(requested={}, supported={}, meta={})".format(self.requested, self.supported, self.meta)
-    def __eq__(self, other):
-        if self.requested != other.requested:
-            return False
-        if self.supported != other.supported:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUnsupportedProtocolVersionErrorData(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UnsupportedProtocolVersionErrorData(
-            requested=_UniffiFfiConverterTypeProtocolVersion.read(buf),
-            supported=_UniffiFfiConverterSequenceTypeProtocolVersion.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeProtocolVersion.check_lower(value.requested)
-        _UniffiFfiConverterSequenceTypeProtocolVersion.check_lower(value.supported)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeProtocolVersion.write(value.requested, buf)
-        _UniffiFfiConverterSequenceTypeProtocolVersion.write(value.supported, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-@dataclass
-class UserMessage:
-    """
-    A user message has been created or updated.
-
-    Agents can send this when they accept or replay a user message. When a
-    client receives another `user_message` update with the same `messageId`,
-    fields in the new update patch the previous fields for that message.
-"""
-    def __init__(self, *, message_id:MessageId, content:ContentBlockListPatchMember, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "UserMessage(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUserMessage(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UserMessage(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterTypeContentBlockListPatchMember.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterTypeContentBlockListPatchMember.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterTypeContentBlockListPatchMember.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeUserMessage(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeUserMessage.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeUserMessage.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeUserMessage.read(buf)
-
-@dataclass
-class UserMessageChunk:
-    """
-    A chunk of the user's message being streamed.
-"""
-    def __init__(self, *, message_id:MessageId, content:ContentBlock, meta:typing.Optional[JsonObject] = None):
-        self.message_id = message_id
-        self.content = content
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "UserMessageChunk(message_id={}, content={}, meta={})".format(self.message_id, self.content, self.meta)
-    def __eq__(self, other):
-        if self.message_id != other.message_id:
-            return False
-        if self.content != other.content:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUserMessageChunk(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UserMessageChunk(
-            message_id=_UniffiFfiConverterTypeMessageId.read(buf),
-            content=_UniffiFfiConverterTypeContentBlock.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-        _UniffiFfiConverterTypeContentBlock.check_lower(value.content)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-        _UniffiFfiConverterTypeContentBlock.write(value.content, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeUserMessageChunk(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeUserMessageChunk.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeUserMessageChunk.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeUserMessageChunk.read(buf)
-
-class _UniffiFfiConverterBoxTypeAgentMessage(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeAgentMessage.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeAgentMessage.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeAgentMessage.read(buf)
-
-class _UniffiFfiConverterBoxTypeAgentMessageChunk(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeAgentMessageChunk.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeAgentMessageChunk.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeAgentMessageChunk.read(buf)
-
-class _UniffiFfiConverterBoxTypeAgentMessageClear(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeAgentMessageClear.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeAgentMessageClear.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeAgentMessageClear.read(buf)
-
-class _UniffiFfiConverterBoxTypeAgentThought(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeAgentThought.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeAgentThought.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeAgentThought.read(buf)
-
-class _UniffiFfiConverterBoxTypeAgentThoughtChunk(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeAgentThoughtChunk.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeAgentThoughtChunk.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeAgentThoughtChunk.read(buf)
-
-class _UniffiFfiConverterBoxTypeStateUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeStateUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeStateUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeStateUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypeToolCallUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeToolCallUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeToolCallUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeToolCallUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypeToolCallContentChunk(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeToolCallContentChunk.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeToolCallContentChunk.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeToolCallContentChunk.read(buf)
-
-class _UniffiFfiConverterBoxTypePlanUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypePlanUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypePlanUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypePlanUpdate.read(buf)
-
-class _UniffiFfiConverterOptionalTypeCost(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeCost.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeCost.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeCost.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class UsageUpdate:
-    """
-    Context window and cost update for the session.
-"""
-    def __init__(self, *, used:int, size:int, cost:typing.Optional[Cost] = None, meta:typing.Optional[JsonObject] = None):
-        self.used = used
-        self.size = size
-        self.cost = cost
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "UsageUpdate(used={}, size={}, cost={}, meta={})".format(self.used, self.size, self.cost, self.meta)
-    def __eq__(self, other):
-        if self.used != other.used:
-            return False
-        if self.size != other.size:
-            return False
-        if self.cost != other.cost:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUsageUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UsageUpdate(
-            used=_UniffiFfiConverterUInt64.read(buf),
-            size=_UniffiFfiConverterUInt64.read(buf),
-            cost=_UniffiFfiConverterOptionalTypeCost.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterUInt64.check_lower(value.used)
-        _UniffiFfiConverterUInt64.check_lower(value.size)
-        _UniffiFfiConverterOptionalTypeCost.check_lower(value.cost)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterUInt64.write(value.used, buf)
-        _UniffiFfiConverterUInt64.write(value.size, buf)
-        _UniffiFfiConverterOptionalTypeCost.write(value.cost, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-class _UniffiFfiConverterBoxTypeUsageUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeUsageUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeUsageUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeUsageUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypeSessionInfoUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeSessionInfoUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeSessionInfoUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeSessionInfoUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypePendingInjectsUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypePendingInjectsUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypePendingInjectsUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypePendingInjectsUpdate.read(buf)
-
-class _UniffiFfiConverterBoxTypeSessionClosedUpdate(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeSessionClosedUpdate.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeSessionClosedUpdate.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeSessionClosedUpdate.read(buf)
-
-
-
-
-
-
-class SessionUpdate:
-    """
-    Different types of updates that can be sent while a session exists.
-
-    These updates report messages, progress, and other session activity.
-
-    See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
-"""
-    def __init__(self):
-        raise RuntimeError("SessionUpdate cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class USER_MESSAGE:
-        """
-        `user_message`: A user message has been created or updated.
-
-        Agents can send this when they accept or replay a user message. When a
-        client receives another `user_message` update with the same `messageId`,
-        fields in the new update patch the previous fields for that message.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.USER_MESSAGE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_USER_MESSAGE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class USER_MESSAGE_CHUNK:
-        """
-        `user_message_chunk`: A chunk of the user's message being streamed.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.USER_MESSAGE_CHUNK{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_USER_MESSAGE_CHUNK():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class AGENT_MESSAGE:
-        """
-        `agent_message`: An agent message has been created or updated.
-
-        Agents can send this in addition to streamed chunks. When a client
-        receives another `agent_message` update with the same `messageId`,
-        fields in the new update patch the previous fields for that message.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.AGENT_MESSAGE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_AGENT_MESSAGE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class AGENT_MESSAGE_CHUNK:
-        """
-        `agent_message_chunk`: A chunk of the agent's response being streamed.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.AGENT_MESSAGE_CHUNK{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_AGENT_MESSAGE_CHUNK():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class AGENT_MESSAGE_CLEAR:
-        """
-        `_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.AGENT_MESSAGE_CLEAR{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_AGENT_MESSAGE_CLEAR():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class AGENT_THOUGHT:
-        """
-        `agent_thought`: An agent thought or reasoning message has been created or updated.
-
-        Agents can send this in addition to streamed chunks. When a client
-        receives another `agent_thought` update with the same `messageId`,
-        fields in the new update patch the previous fields for that message.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.AGENT_THOUGHT{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_AGENT_THOUGHT():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class AGENT_THOUGHT_CHUNK:
-        """
-        `agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.AGENT_THOUGHT_CHUNK{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_AGENT_THOUGHT_CHUNK():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class STATE_UPDATE:
-        """
-        `state_update`: A snapshot of the session's aggregate foreground activity.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.STATE_UPDATE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_STATE_UPDATE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class TOOL_CALL_UPDATE:
-        """
-        `tool_call_update`: A tool call has been created or updated.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.TOOL_CALL_UPDATE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_TOOL_CALL_UPDATE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class TOOL_CALL_CONTENT_CHUNK:
-        """
-        `tool_call_content_chunk`: A chunk of tool-call content being streamed.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.TOOL_CALL_CONTENT_CHUNK{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_TOOL_CALL_CONTENT_CHUNK():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class PLAN_UPDATE:
-        """
-        `plan_update`: A content update for a plan identified by ID.
-        See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.PLAN_UPDATE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_PLAN_UPDATE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class USAGE_UPDATE:
-        """
-        `usage_update`: Context window and cost update for the session.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.USAGE_UPDATE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_USAGE_UPDATE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class SESSION_INFO_UPDATE:
-        """
-        `session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.SESSION_INFO_UPDATE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_SESSION_INFO_UPDATE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class ACP_INJECT_PENDING:
-        """
-        `_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.ACP_INJECT_PENDING{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_ACP_INJECT_PENDING():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class ACP_INJECT_SESSION_CLOSED:
-        """
-        `_acp-inject/session_closed`: Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.ACP_INJECT_SESSION_CLOSED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_ACP_INJECT_SESSION_CLOSED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class OTHER:
-        """
-        A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-"""
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionUpdate.OTHER{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionUpdate):
-                return NotImplemented
-            if not other.is_OTHER():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_USER_MESSAGE(self) -> bool:
-        return isinstance(self, SessionUpdate.USER_MESSAGE)
-    def is_user_message(self) -> bool:
-        return isinstance(self, SessionUpdate.USER_MESSAGE)
-    def is_USER_MESSAGE_CHUNK(self) -> bool:
-        return isinstance(self, SessionUpdate.USER_MESSAGE_CHUNK)
-    def is_user_message_chunk(self) -> bool:
-        return isinstance(self, SessionUpdate.USER_MESSAGE_CHUNK)
-    def is_AGENT_MESSAGE(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_MESSAGE)
-    def is_agent_message(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_MESSAGE)
-    def is_AGENT_MESSAGE_CHUNK(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_MESSAGE_CHUNK)
-    def is_agent_message_chunk(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_MESSAGE_CHUNK)
-    def is_AGENT_MESSAGE_CLEAR(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_MESSAGE_CLEAR)
-    def is_agent_message_clear(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_MESSAGE_CLEAR)
-    def is_AGENT_THOUGHT(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_THOUGHT)
-    def is_agent_thought(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_THOUGHT)
-    def is_AGENT_THOUGHT_CHUNK(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_THOUGHT_CHUNK)
-    def is_agent_thought_chunk(self) -> bool:
-        return isinstance(self, SessionUpdate.AGENT_THOUGHT_CHUNK)
-    def is_STATE_UPDATE(self) -> bool:
-        return isinstance(self, SessionUpdate.STATE_UPDATE)
-    def is_state_update(self) -> bool:
-        return isinstance(self, SessionUpdate.STATE_UPDATE)
-    def is_TOOL_CALL_UPDATE(self) -> bool:
-        return isinstance(self, SessionUpdate.TOOL_CALL_UPDATE)
-    def is_tool_call_update(self) -> bool:
-        return isinstance(self, SessionUpdate.TOOL_CALL_UPDATE)
-    def is_TOOL_CALL_CONTENT_CHUNK(self) -> bool:
-        return isinstance(self, SessionUpdate.TOOL_CALL_CONTENT_CHUNK)
-    def is_tool_call_content_chunk(self) -> bool:
-        return isinstance(self, SessionUpdate.TOOL_CALL_CONTENT_CHUNK)
-    def is_PLAN_UPDATE(self) -> bool:
-        return isinstance(self, SessionUpdate.PLAN_UPDATE)
-    def is_plan_update(self) -> bool:
-        return isinstance(self, SessionUpdate.PLAN_UPDATE)
-    def is_USAGE_UPDATE(self) -> bool:
-        return isinstance(self, SessionUpdate.USAGE_UPDATE)
-    def is_usage_update(self) -> bool:
-        return isinstance(self, SessionUpdate.USAGE_UPDATE)
-    def is_SESSION_INFO_UPDATE(self) -> bool:
-        return isinstance(self, SessionUpdate.SESSION_INFO_UPDATE)
-    def is_session_info_update(self) -> bool:
-        return isinstance(self, SessionUpdate.SESSION_INFO_UPDATE)
-    def is_ACP_INJECT_PENDING(self) -> bool:
-        return isinstance(self, SessionUpdate.ACP_INJECT_PENDING)
-    def is_acp_inject_pending(self) -> bool:
-        return isinstance(self, SessionUpdate.ACP_INJECT_PENDING)
-    def is_ACP_INJECT_SESSION_CLOSED(self) -> bool:
-        return isinstance(self, SessionUpdate.ACP_INJECT_SESSION_CLOSED)
-    def is_acp_inject_session_closed(self) -> bool:
-        return isinstance(self, SessionUpdate.ACP_INJECT_SESSION_CLOSED)
-    def is_OTHER(self) -> bool:
-        return isinstance(self, SessionUpdate.OTHER)
-    def is_other(self) -> bool:
-        return isinstance(self, SessionUpdate.OTHER)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-SessionUpdate.USER_MESSAGE = type("SessionUpdate.USER_MESSAGE", (SessionUpdate.USER_MESSAGE, SessionUpdate,), {})  # type: ignore
-SessionUpdate.USER_MESSAGE_CHUNK = type("SessionUpdate.USER_MESSAGE_CHUNK", (SessionUpdate.USER_MESSAGE_CHUNK, SessionUpdate,), {})  # type: ignore
-SessionUpdate.AGENT_MESSAGE = type("SessionUpdate.AGENT_MESSAGE", (SessionUpdate.AGENT_MESSAGE, SessionUpdate,), {})  # type: ignore
-SessionUpdate.AGENT_MESSAGE_CHUNK = type("SessionUpdate.AGENT_MESSAGE_CHUNK", (SessionUpdate.AGENT_MESSAGE_CHUNK, SessionUpdate,), {})  # type: ignore
-SessionUpdate.AGENT_MESSAGE_CLEAR = type("SessionUpdate.AGENT_MESSAGE_CLEAR", (SessionUpdate.AGENT_MESSAGE_CLEAR, SessionUpdate,), {})  # type: ignore
-SessionUpdate.AGENT_THOUGHT = type("SessionUpdate.AGENT_THOUGHT", (SessionUpdate.AGENT_THOUGHT, SessionUpdate,), {})  # type: ignore
-SessionUpdate.AGENT_THOUGHT_CHUNK = type("SessionUpdate.AGENT_THOUGHT_CHUNK", (SessionUpdate.AGENT_THOUGHT_CHUNK, SessionUpdate,), {})  # type: ignore
-SessionUpdate.STATE_UPDATE = type("SessionUpdate.STATE_UPDATE", (SessionUpdate.STATE_UPDATE, SessionUpdate,), {})  # type: ignore
-SessionUpdate.TOOL_CALL_UPDATE = type("SessionUpdate.TOOL_CALL_UPDATE", (SessionUpdate.TOOL_CALL_UPDATE, SessionUpdate,), {})  # type: ignore
-SessionUpdate.TOOL_CALL_CONTENT_CHUNK = type("SessionUpdate.TOOL_CALL_CONTENT_CHUNK", (SessionUpdate.TOOL_CALL_CONTENT_CHUNK, SessionUpdate,), {})  # type: ignore
-SessionUpdate.PLAN_UPDATE = type("SessionUpdate.PLAN_UPDATE", (SessionUpdate.PLAN_UPDATE, SessionUpdate,), {})  # type: ignore
-SessionUpdate.USAGE_UPDATE = type("SessionUpdate.USAGE_UPDATE", (SessionUpdate.USAGE_UPDATE, SessionUpdate,), {})  # type: ignore
-SessionUpdate.SESSION_INFO_UPDATE = type("SessionUpdate.SESSION_INFO_UPDATE", (SessionUpdate.SESSION_INFO_UPDATE, SessionUpdate,), {})  # type: ignore
-SessionUpdate.ACP_INJECT_PENDING = type("SessionUpdate.ACP_INJECT_PENDING", (SessionUpdate.ACP_INJECT_PENDING, SessionUpdate,), {})  # type: ignore
-SessionUpdate.ACP_INJECT_SESSION_CLOSED = type("SessionUpdate.ACP_INJECT_SESSION_CLOSED", (SessionUpdate.ACP_INJECT_SESSION_CLOSED, SessionUpdate,), {})  # type: ignore
-SessionUpdate.OTHER = type("SessionUpdate.OTHER", (SessionUpdate.OTHER, SessionUpdate,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeSessionUpdate(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return SessionUpdate.USER_MESSAGE(
-                _UniffiFfiConverterBoxTypeUserMessage.read(buf),
-            )
-        if variant == 2:
-            return SessionUpdate.USER_MESSAGE_CHUNK(
-                _UniffiFfiConverterBoxTypeUserMessageChunk.read(buf),
-            )
-        if variant == 3:
-            return SessionUpdate.AGENT_MESSAGE(
-                _UniffiFfiConverterBoxTypeAgentMessage.read(buf),
-            )
-        if variant == 4:
-            return SessionUpdate.AGENT_MESSAGE_CHUNK(
-                _UniffiFfiConverterBoxTypeAgentMessageChunk.read(buf),
-            )
-        if variant == 5:
-            return SessionUpdate.AGENT_MESSAGE_CLEAR(
-                _UniffiFfiConverterBoxTypeAgentMessageClear.read(buf),
-            )
-        if variant == 6:
-            return SessionUpdate.AGENT_THOUGHT(
-                _UniffiFfiConverterBoxTypeAgentThought.read(buf),
-            )
-        if variant == 7:
-            return SessionUpdate.AGENT_THOUGHT_CHUNK(
-                _UniffiFfiConverterBoxTypeAgentThoughtChunk.read(buf),
-            )
-        if variant == 8:
-            return SessionUpdate.STATE_UPDATE(
-                _UniffiFfiConverterBoxTypeStateUpdate.read(buf),
-            )
-        if variant == 9:
-            return SessionUpdate.TOOL_CALL_UPDATE(
-                _UniffiFfiConverterBoxTypeToolCallUpdate.read(buf),
-            )
-        if variant == 10:
-            return SessionUpdate.TOOL_CALL_CONTENT_CHUNK(
-                _UniffiFfiConverterBoxTypeToolCallContentChunk.read(buf),
-            )
-        if variant == 11:
-            return SessionUpdate.PLAN_UPDATE(
-                _UniffiFfiConverterBoxTypePlanUpdate.read(buf),
-            )
-        if variant == 12:
-            return SessionUpdate.USAGE_UPDATE(
-                _UniffiFfiConverterBoxTypeUsageUpdate.read(buf),
-            )
-        if variant == 13:
-            return SessionUpdate.SESSION_INFO_UPDATE(
-                _UniffiFfiConverterBoxTypeSessionInfoUpdate.read(buf),
-            )
-        if variant == 14:
-            return SessionUpdate.ACP_INJECT_PENDING(
-                _UniffiFfiConverterBoxTypePendingInjectsUpdate.read(buf),
-            )
-        if variant == 15:
-            return SessionUpdate.ACP_INJECT_SESSION_CLOSED(
-                _UniffiFfiConverterBoxTypeSessionClosedUpdate.read(buf),
-            )
-        if variant == 16:
-            return SessionUpdate.OTHER(
-                _UniffiFfiConverterTypeUnknown.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_USER_MESSAGE():
-            _UniffiFfiConverterBoxTypeUserMessage.check_lower(value._values[0])
-            return
-        if value.is_USER_MESSAGE_CHUNK():
-            _UniffiFfiConverterBoxTypeUserMessageChunk.check_lower(value._values[0])
-            return
-        if value.is_AGENT_MESSAGE():
-            _UniffiFfiConverterBoxTypeAgentMessage.check_lower(value._values[0])
-            return
-        if value.is_AGENT_MESSAGE_CHUNK():
-            _UniffiFfiConverterBoxTypeAgentMessageChunk.check_lower(value._values[0])
-            return
-        if value.is_AGENT_MESSAGE_CLEAR():
-            _UniffiFfiConverterBoxTypeAgentMessageClear.check_lower(value._values[0])
-            return
-        if value.is_AGENT_THOUGHT():
-            _UniffiFfiConverterBoxTypeAgentThought.check_lower(value._values[0])
-            return
-        if value.is_AGENT_THOUGHT_CHUNK():
-            _UniffiFfiConverterBoxTypeAgentThoughtChunk.check_lower(value._values[0])
-            return
-        if value.is_STATE_UPDATE():
-            _UniffiFfiConverterBoxTypeStateUpdate.check_lower(value._values[0])
-            return
-        if value.is_TOOL_CALL_UPDATE():
-            _UniffiFfiConverterBoxTypeToolCallUpdate.check_lower(value._values[0])
-            return
-        if value.is_TOOL_CALL_CONTENT_CHUNK():
-            _UniffiFfiConverterBoxTypeToolCallContentChunk.check_lower(value._values[0])
-            return
-        if value.is_PLAN_UPDATE():
-            _UniffiFfiConverterBoxTypePlanUpdate.check_lower(value._values[0])
-            return
-        if value.is_USAGE_UPDATE():
-            _UniffiFfiConverterBoxTypeUsageUpdate.check_lower(value._values[0])
-            return
-        if value.is_SESSION_INFO_UPDATE():
-            _UniffiFfiConverterBoxTypeSessionInfoUpdate.check_lower(value._values[0])
-            return
-        if value.is_ACP_INJECT_PENDING():
-            _UniffiFfiConverterBoxTypePendingInjectsUpdate.check_lower(value._values[0])
-            return
-        if value.is_ACP_INJECT_SESSION_CLOSED():
-            _UniffiFfiConverterBoxTypeSessionClosedUpdate.check_lower(value._values[0])
-            return
-        if value.is_OTHER():
-            _UniffiFfiConverterTypeUnknown.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_USER_MESSAGE():
-            buf.write_i32(1)
-            _UniffiFfiConverterBoxTypeUserMessage.write(value._values[0], buf)
-        if value.is_USER_MESSAGE_CHUNK():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeUserMessageChunk.write(value._values[0], buf)
-        if value.is_AGENT_MESSAGE():
-            buf.write_i32(3)
-            _UniffiFfiConverterBoxTypeAgentMessage.write(value._values[0], buf)
-        if value.is_AGENT_MESSAGE_CHUNK():
-            buf.write_i32(4)
-            _UniffiFfiConverterBoxTypeAgentMessageChunk.write(value._values[0], buf)
-        if value.is_AGENT_MESSAGE_CLEAR():
-            buf.write_i32(5)
-            _UniffiFfiConverterBoxTypeAgentMessageClear.write(value._values[0], buf)
-        if value.is_AGENT_THOUGHT():
-            buf.write_i32(6)
-            _UniffiFfiConverterBoxTypeAgentThought.write(value._values[0], buf)
-        if value.is_AGENT_THOUGHT_CHUNK():
-            buf.write_i32(7)
-            _UniffiFfiConverterBoxTypeAgentThoughtChunk.write(value._values[0], buf)
-        if value.is_STATE_UPDATE():
-            buf.write_i32(8)
-            _UniffiFfiConverterBoxTypeStateUpdate.write(value._values[0], buf)
-        if value.is_TOOL_CALL_UPDATE():
-            buf.write_i32(9)
-            _UniffiFfiConverterBoxTypeToolCallUpdate.write(value._values[0], buf)
-        if value.is_TOOL_CALL_CONTENT_CHUNK():
-            buf.write_i32(10)
-            _UniffiFfiConverterBoxTypeToolCallContentChunk.write(value._values[0], buf)
-        if value.is_PLAN_UPDATE():
-            buf.write_i32(11)
-            _UniffiFfiConverterBoxTypePlanUpdate.write(value._values[0], buf)
-        if value.is_USAGE_UPDATE():
-            buf.write_i32(12)
-            _UniffiFfiConverterBoxTypeUsageUpdate.write(value._values[0], buf)
-        if value.is_SESSION_INFO_UPDATE():
-            buf.write_i32(13)
-            _UniffiFfiConverterBoxTypeSessionInfoUpdate.write(value._values[0], buf)
-        if value.is_ACP_INJECT_PENDING():
-            buf.write_i32(14)
-            _UniffiFfiConverterBoxTypePendingInjectsUpdate.write(value._values[0], buf)
-        if value.is_ACP_INJECT_SESSION_CLOSED():
-            buf.write_i32(15)
-            _UniffiFfiConverterBoxTypeSessionClosedUpdate.write(value._values[0], buf)
-        if value.is_OTHER():
-            buf.write_i32(16)
-            _UniffiFfiConverterTypeUnknown.write(value._values[0], buf)
-
-
-
-@dataclass
-class UpdateSessionNotification:
-    """
-    Notification containing a session update from the agent.
-
-    Agents can send session updates at any point while the session exists.
-
-    See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
-"""
-    def __init__(self, *, session_id:SessionId, update:SessionUpdate, meta:typing.Optional[JsonObject] = None):
-        self.session_id = session_id
-        self.update = update
-        self.meta = meta
-        
-        
-
-    
-    def __str__(self):
-        return "UpdateSessionNotification(session_id={}, update={}, meta={})".format(self.session_id, self.update, self.meta)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.update != other.update:
-            return False
-        if self.meta != other.meta:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeUpdateSessionNotification(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return UpdateSessionNotification(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            update=_UniffiFfiConverterTypeSessionUpdate.read(buf),
-            meta=_UniffiFfiConverterOptionalTypeJsonObject.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterTypeSessionUpdate.check_lower(value.update)
-        _UniffiFfiConverterOptionalTypeJsonObject.check_lower(value.meta)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterTypeSessionUpdate.write(value.update, buf)
-        _UniffiFfiConverterOptionalTypeJsonObject.write(value.meta, buf)
-
-
-
-
-
-
-class CallRejected:
-    """
-    A call the client refused without sending anything.
-"""
-    def __init__(self):
-        raise RuntimeError("CallRejected cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class MODE_NOT_SUPPORTED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "CallRejected.MODE_NOT_SUPPORTED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, CallRejected):
-                return NotImplemented
-            if not other.is_MODE_NOT_SUPPORTED():
-                return False
-            return True
-
-    @dataclass
-    class REPLACE_NOT_SUPPORTED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "CallRejected.REPLACE_NOT_SUPPORTED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, CallRejected):
-                return NotImplemented
-            if not other.is_REPLACE_NOT_SUPPORTED():
-                return False
-            return True
-
-    @dataclass
-    class UNKNOWN_MESSAGE_ID:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "CallRejected.UNKNOWN_MESSAGE_ID()".format()
-        def __eq__(self, other):
-            if not isinstance(other, CallRejected):
-                return NotImplemented
-            if not other.is_UNKNOWN_MESSAGE_ID():
-                return False
-            return True
-
-    @dataclass
-    class UNKNOWN_SESSION:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "CallRejected.UNKNOWN_SESSION()".format()
-        def __eq__(self, other):
-            if not isinstance(other, CallRejected):
-                return NotImplemented
-            if not other.is_UNKNOWN_SESSION():
-                return False
-            return True
-
-    @dataclass
-    class INVALID_ARGUMENTS:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"CallRejected.INVALID_ARGUMENTS{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, CallRejected):
-                return NotImplemented
-            if not other.is_INVALID_ARGUMENTS():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class STEER_NOT_SUPPORTED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "CallRejected.STEER_NOT_SUPPORTED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, CallRejected):
-                return NotImplemented
-            if not other.is_STEER_NOT_SUPPORTED():
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_MODE_NOT_SUPPORTED(self) -> bool:
-        return isinstance(self, CallRejected.MODE_NOT_SUPPORTED)
-    def is_mode_not_supported(self) -> bool:
-        return isinstance(self, CallRejected.MODE_NOT_SUPPORTED)
-    def is_REPLACE_NOT_SUPPORTED(self) -> bool:
-        return isinstance(self, CallRejected.REPLACE_NOT_SUPPORTED)
-    def is_replace_not_supported(self) -> bool:
-        return isinstance(self, CallRejected.REPLACE_NOT_SUPPORTED)
-    def is_UNKNOWN_MESSAGE_ID(self) -> bool:
-        return isinstance(self, CallRejected.UNKNOWN_MESSAGE_ID)
-    def is_unknown_message_id(self) -> bool:
-        return isinstance(self, CallRejected.UNKNOWN_MESSAGE_ID)
-    def is_UNKNOWN_SESSION(self) -> bool:
-        return isinstance(self, CallRejected.UNKNOWN_SESSION)
-    def is_unknown_session(self) -> bool:
-        return isinstance(self, CallRejected.UNKNOWN_SESSION)
-    def is_INVALID_ARGUMENTS(self) -> bool:
-        return isinstance(self, CallRejected.INVALID_ARGUMENTS)
-    def is_invalid_arguments(self) -> bool:
-        return isinstance(self, CallRejected.INVALID_ARGUMENTS)
-    def is_STEER_NOT_SUPPORTED(self) -> bool:
-        return isinstance(self, CallRejected.STEER_NOT_SUPPORTED)
-    def is_steer_not_supported(self) -> bool:
-        return isinstance(self, CallRejected.STEER_NOT_SUPPORTED)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-CallRejected.MODE_NOT_SUPPORTED = type("CallRejected.MODE_NOT_SUPPORTED", (CallRejected.MODE_NOT_SUPPORTED, CallRejected,), {})  # type: ignore
-CallRejected.REPLACE_NOT_SUPPORTED = type("CallRejected.REPLACE_NOT_SUPPORTED", (CallRejected.REPLACE_NOT_SUPPORTED, CallRejected,), {})  # type: ignore
-CallRejected.UNKNOWN_MESSAGE_ID = type("CallRejected.UNKNOWN_MESSAGE_ID", (CallRejected.UNKNOWN_MESSAGE_ID, CallRejected,), {})  # type: ignore
-CallRejected.UNKNOWN_SESSION = type("CallRejected.UNKNOWN_SESSION", (CallRejected.UNKNOWN_SESSION, CallRejected,), {})  # type: ignore
-CallRejected.INVALID_ARGUMENTS = type("CallRejected.INVALID_ARGUMENTS", (CallRejected.INVALID_ARGUMENTS, CallRejected,), {})  # type: ignore
-CallRejected.STEER_NOT_SUPPORTED = type("CallRejected.STEER_NOT_SUPPORTED", (CallRejected.STEER_NOT_SUPPORTED, CallRejected,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeCallRejected(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return CallRejected.MODE_NOT_SUPPORTED(
-            )
-        if variant == 2:
-            return CallRejected.REPLACE_NOT_SUPPORTED(
-            )
-        if variant == 3:
-            return CallRejected.UNKNOWN_MESSAGE_ID(
-            )
-        if variant == 4:
-            return CallRejected.UNKNOWN_SESSION(
-            )
-        if variant == 5:
-            return CallRejected.INVALID_ARGUMENTS(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 6:
-            return CallRejected.STEER_NOT_SUPPORTED(
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_MODE_NOT_SUPPORTED():
-            return
-        if value.is_REPLACE_NOT_SUPPORTED():
-            return
-        if value.is_UNKNOWN_MESSAGE_ID():
-            return
-        if value.is_UNKNOWN_SESSION():
-            return
-        if value.is_INVALID_ARGUMENTS():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        if value.is_STEER_NOT_SUPPORTED():
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_MODE_NOT_SUPPORTED():
-            buf.write_i32(1)
-        if value.is_REPLACE_NOT_SUPPORTED():
-            buf.write_i32(2)
-        if value.is_UNKNOWN_MESSAGE_ID():
-            buf.write_i32(3)
-        if value.is_UNKNOWN_SESSION():
-            buf.write_i32(4)
-        if value.is_INVALID_ARGUMENTS():
-            buf.write_i32(5)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-        if value.is_STEER_NOT_SUPPORTED():
-            buf.write_i32(6)
-
-
-
-
-
-
-
-
-class HostError:
-    """
-    A runtime event the core cannot apply.
-"""
-    def __init__(self):
-        raise RuntimeError("HostError cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class NO_TURN_IN_PROGRESS:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "HostError.NO_TURN_IN_PROGRESS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, HostError):
-                return NotImplemented
-            if not other.is_NO_TURN_IN_PROGRESS():
-                return False
-            return True
-
-    @dataclass
-    class TURN_IN_PROGRESS:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "HostError.TURN_IN_PROGRESS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, HostError):
-                return NotImplemented
-            if not other.is_TURN_IN_PROGRESS():
-                return False
-            return True
-
-    @dataclass
-    class NO_PERMISSION_OPTIONS:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "HostError.NO_PERMISSION_OPTIONS()".format()
-        def __eq__(self, other):
-            if not isinstance(other, HostError):
-                return NotImplemented
-            if not other.is_NO_PERMISSION_OPTIONS():
-                return False
-            return True
-
-    @dataclass
-    class UNKNOWN_REQUEST:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "HostError.UNKNOWN_REQUEST()".format()
-        def __eq__(self, other):
-            if not isinstance(other, HostError):
-                return NotImplemented
-            if not other.is_UNKNOWN_REQUEST():
-                return False
-            return True
-
-    @dataclass
-    class SESSION_CLOSED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "HostError.SESSION_CLOSED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, HostError):
-                return NotImplemented
-            if not other.is_SESSION_CLOSED():
-                return False
-            return True
-
-    @dataclass
-    class RESERVED_UPDATE:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "HostError.RESERVED_UPDATE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, HostError):
-                return NotImplemented
-            if not other.is_RESERVED_UPDATE():
-                return False
-            return True
-
-    @dataclass
-    class RESERVED_MESSAGE_ID:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"HostError.RESERVED_MESSAGE_ID{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, HostError):
-                return NotImplemented
-            if not other.is_RESERVED_MESSAGE_ID():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_NO_TURN_IN_PROGRESS(self) -> bool:
-        return isinstance(self, HostError.NO_TURN_IN_PROGRESS)
-    def is_no_turn_in_progress(self) -> bool:
-        return isinstance(self, HostError.NO_TURN_IN_PROGRESS)
-    def is_TURN_IN_PROGRESS(self) -> bool:
-        return isinstance(self, HostError.TURN_IN_PROGRESS)
-    def is_turn_in_progress(self) -> bool:
-        return isinstance(self, HostError.TURN_IN_PROGRESS)
-    def is_NO_PERMISSION_OPTIONS(self) -> bool:
-        return isinstance(self, HostError.NO_PERMISSION_OPTIONS)
-    def is_no_permission_options(self) -> bool:
-        return isinstance(self, HostError.NO_PERMISSION_OPTIONS)
-    def is_UNKNOWN_REQUEST(self) -> bool:
-        return isinstance(self, HostError.UNKNOWN_REQUEST)
-    def is_unknown_request(self) -> bool:
-        return isinstance(self, HostError.UNKNOWN_REQUEST)
-    def is_SESSION_CLOSED(self) -> bool:
-        return isinstance(self, HostError.SESSION_CLOSED)
-    def is_session_closed(self) -> bool:
-        return isinstance(self, HostError.SESSION_CLOSED)
-    def is_RESERVED_UPDATE(self) -> bool:
-        return isinstance(self, HostError.RESERVED_UPDATE)
-    def is_reserved_update(self) -> bool:
-        return isinstance(self, HostError.RESERVED_UPDATE)
-    def is_RESERVED_MESSAGE_ID(self) -> bool:
-        return isinstance(self, HostError.RESERVED_MESSAGE_ID)
-    def is_reserved_message_id(self) -> bool:
-        return isinstance(self, HostError.RESERVED_MESSAGE_ID)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-HostError.NO_TURN_IN_PROGRESS = type("HostError.NO_TURN_IN_PROGRESS", (HostError.NO_TURN_IN_PROGRESS, HostError,), {})  # type: ignore
-HostError.TURN_IN_PROGRESS = type("HostError.TURN_IN_PROGRESS", (HostError.TURN_IN_PROGRESS, HostError,), {})  # type: ignore
-HostError.NO_PERMISSION_OPTIONS = type("HostError.NO_PERMISSION_OPTIONS", (HostError.NO_PERMISSION_OPTIONS, HostError,), {})  # type: ignore
-HostError.UNKNOWN_REQUEST = type("HostError.UNKNOWN_REQUEST", (HostError.UNKNOWN_REQUEST, HostError,), {})  # type: ignore
-HostError.SESSION_CLOSED = type("HostError.SESSION_CLOSED", (HostError.SESSION_CLOSED, HostError,), {})  # type: ignore
-HostError.RESERVED_UPDATE = type("HostError.RESERVED_UPDATE", (HostError.RESERVED_UPDATE, HostError,), {})  # type: ignore
-HostError.RESERVED_MESSAGE_ID = type("HostError.RESERVED_MESSAGE_ID", (HostError.RESERVED_MESSAGE_ID, HostError,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeHostError(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return HostError.NO_TURN_IN_PROGRESS(
-            )
-        if variant == 2:
-            return HostError.TURN_IN_PROGRESS(
-            )
-        if variant == 3:
-            return HostError.NO_PERMISSION_OPTIONS(
-            )
-        if variant == 4:
-            return HostError.UNKNOWN_REQUEST(
-            )
-        if variant == 5:
-            return HostError.SESSION_CLOSED(
-            )
-        if variant == 6:
-            return HostError.RESERVED_UPDATE(
-            )
-        if variant == 7:
-            return HostError.RESERVED_MESSAGE_ID(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_NO_TURN_IN_PROGRESS():
-            return
-        if value.is_TURN_IN_PROGRESS():
-            return
-        if value.is_NO_PERMISSION_OPTIONS():
-            return
-        if value.is_UNKNOWN_REQUEST():
-            return
-        if value.is_SESSION_CLOSED():
-            return
-        if value.is_RESERVED_UPDATE():
-            return
-        if value.is_RESERVED_MESSAGE_ID():
-            _UniffiFfiConverterString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_NO_TURN_IN_PROGRESS():
-            buf.write_i32(1)
-        if value.is_TURN_IN_PROGRESS():
-            buf.write_i32(2)
-        if value.is_NO_PERMISSION_OPTIONS():
-            buf.write_i32(3)
-        if value.is_UNKNOWN_REQUEST():
-            buf.write_i32(4)
-        if value.is_SESSION_CLOSED():
-            buf.write_i32(5)
-        if value.is_RESERVED_UPDATE():
-            buf.write_i32(6)
-        if value.is_RESERVED_MESSAGE_ID():
-            buf.write_i32(7)
-            _UniffiFfiConverterString.write(value._values[0], buf)
-
-
-
-
-
-# AcpError
-# We want to define each variant as a nested class that's also a subclass,
-# which is tricky in Python.  To accomplish this we're going to create each
-# class separately, then manually add the child classes to the base class's
-# __dict__.  All of this happens in dummy class to avoid polluting the module
-# namespace.
-class AcpError(Exception):
-    """
-    Every error the bindings raise.
-"""
-    pass
-
-_UniffiTempAcpError = AcpError
-
-class AcpError:  # type: ignore
-    """
-    Every error the bindings raise.
-"""
-    
-    class InvalidInput(_UniffiTempAcpError):
-        """
-        The caller's input is not valid (malformed JSON, a wrong shape, an unknown value).
-"""
-        
-        def __init__(self, detail):
-            super().__init__(", ".join([
-                "detail={!r}".format(detail),
-            ]))
-            self.detail = detail
-
-        def __repr__(self):
-            return "AcpError.InvalidInput({})".format(str(self))
-    _UniffiTempAcpError.InvalidInput = InvalidInput # type: ignore
-    class Protocol(_UniffiTempAcpError):
-        """
-        The agent answered with an error.
-"""
-        
-        def __init__(self, error):
-            super().__init__(", ".join([
-                "error={!r}".format(error),
-            ]))
-            self.error = error
-
-        def __repr__(self):
-            return "AcpError.Protocol({})".format(str(self))
-    _UniffiTempAcpError.Protocol = Protocol # type: ignore
-    class Rejected(_UniffiTempAcpError):
-        """
-        The client refused the call without sending anything (C-PEND-3).
-"""
-        
-        def __init__(self, reason):
-            super().__init__(", ".join([
-                "reason={!r}".format(reason),
-            ]))
-            self.reason = reason
-
-        def __repr__(self):
-            return "AcpError.Rejected({})".format(str(self))
-    _UniffiTempAcpError.Rejected = Rejected # type: ignore
-    class Host(_UniffiTempAcpError):
-        """
-        A runtime event the agent core cannot apply.
-"""
-        
-        def __init__(self, error):
-            super().__init__(", ".join([
-                "error={!r}".format(error),
-            ]))
-            self.error = error
-
-        def __repr__(self):
-            return "AcpError.Host({})".format(str(self))
-    _UniffiTempAcpError.Host = Host # type: ignore
-    class Config(_UniffiTempAcpError):
-        """
-        The agent's configuration is refused.
-"""
-        
-        def __init__(self, detail):
-            super().__init__(", ".join([
-                "detail={!r}".format(detail),
-            ]))
-            self.detail = detail
-
-        def __repr__(self):
-            return "AcpError.Config({})".format(str(self))
-    _UniffiTempAcpError.Config = Config # type: ignore
-    class Store(_UniffiTempAcpError):
-        """
-        The store failed; nothing after the failure was released.
-"""
-        
-        def __init__(self, detail):
-            super().__init__(", ".join([
-                "detail={!r}".format(detail),
-            ]))
-            self.detail = detail
-
-        def __repr__(self):
-            return "AcpError.Store({})".format(str(self))
-    _UniffiTempAcpError.Store = Store # type: ignore
-    class Disconnected(_UniffiTempAcpError):
-        """
-        The agent process ended or could not be started or reached.
-"""
-        
-        def __init__(self, detail):
-            super().__init__(", ".join([
-                "detail={!r}".format(detail),
-            ]))
-            self.detail = detail
-
-        def __repr__(self):
-            return "AcpError.Disconnected({})".format(str(self))
-    _UniffiTempAcpError.Disconnected = Disconnected # type: ignore
-    class Mismatch(_UniffiTempAcpError):
-        """
-        A conformance vector's expectation was not met.
-"""
-        
-        def __init__(self, detail):
-            super().__init__(", ".join([
-                "detail={!r}".format(detail),
-            ]))
-            self.detail = detail
-
-        def __repr__(self):
-            return "AcpError.Mismatch({})".format(str(self))
-    _UniffiTempAcpError.Mismatch = Mismatch # type: ignore
-    class Internal(_UniffiTempAcpError):
-        """
-        A bug: a panic inside the library, caught at the boundary.
-"""
-        
-        def __init__(self, detail):
-            super().__init__(", ".join([
-                "detail={!r}".format(detail),
-            ]))
-            self.detail = detail
-
-        def __repr__(self):
-            return "AcpError.Internal({})".format(str(self))
-    _UniffiTempAcpError.Internal = Internal # type: ignore
-
-AcpError = _UniffiTempAcpError # type: ignore
-del _UniffiTempAcpError
-
-
-class _UniffiFfiConverterTypeAcpError(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return AcpError.InvalidInput(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 2:
-            return AcpError.Protocol(
-                _UniffiFfiConverterTypeProtocolError.read(buf),
-            )
-        if variant == 3:
-            return AcpError.Rejected(
-                _UniffiFfiConverterTypeCallRejected.read(buf),
-            )
-        if variant == 4:
-            return AcpError.Host(
-                _UniffiFfiConverterTypeHostError.read(buf),
-            )
-        if variant == 5:
-            return AcpError.Config(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 6:
-            return AcpError.Store(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 7:
-            return AcpError.Disconnected(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 8:
-            return AcpError.Mismatch(
-                _UniffiFfiConverterString.read(buf),
-            )
-        if variant == 9:
-            return AcpError.Internal(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if isinstance(value, AcpError.InvalidInput):
-            _UniffiFfiConverterString.check_lower(value.detail)
-            return
-        if isinstance(value, AcpError.Protocol):
-            _UniffiFfiConverterTypeProtocolError.check_lower(value.error)
-            return
-        if isinstance(value, AcpError.Rejected):
-            _UniffiFfiConverterTypeCallRejected.check_lower(value.reason)
-            return
-        if isinstance(value, AcpError.Host):
-            _UniffiFfiConverterTypeHostError.check_lower(value.error)
-            return
-        if isinstance(value, AcpError.Config):
-            _UniffiFfiConverterString.check_lower(value.detail)
-            return
-        if isinstance(value, AcpError.Store):
-            _UniffiFfiConverterString.check_lower(value.detail)
-            return
-        if isinstance(value, AcpError.Disconnected):
-            _UniffiFfiConverterString.check_lower(value.detail)
-            return
-        if isinstance(value, AcpError.Mismatch):
-            _UniffiFfiConverterString.check_lower(value.detail)
-            return
-        if isinstance(value, AcpError.Internal):
-            _UniffiFfiConverterString.check_lower(value.detail)
-            return
-
-    @staticmethod
-    def write(value, buf):
-        if isinstance(value, AcpError.InvalidInput):
-            buf.write_i32(1)
-            _UniffiFfiConverterString.write(value.detail, buf)
-        if isinstance(value, AcpError.Protocol):
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeProtocolError.write(value.error, buf)
-        if isinstance(value, AcpError.Rejected):
-            buf.write_i32(3)
-            _UniffiFfiConverterTypeCallRejected.write(value.reason, buf)
-        if isinstance(value, AcpError.Host):
-            buf.write_i32(4)
-            _UniffiFfiConverterTypeHostError.write(value.error, buf)
-        if isinstance(value, AcpError.Config):
-            buf.write_i32(5)
-            _UniffiFfiConverterString.write(value.detail, buf)
-        if isinstance(value, AcpError.Store):
-            buf.write_i32(6)
-            _UniffiFfiConverterString.write(value.detail, buf)
-        if isinstance(value, AcpError.Disconnected):
-            buf.write_i32(7)
-            _UniffiFfiConverterString.write(value.detail, buf)
-        if isinstance(value, AcpError.Mismatch):
-            buf.write_i32(8)
-            _UniffiFfiConverterString.write(value.detail, buf)
-        if isinstance(value, AcpError.Internal):
-            buf.write_i32(9)
-            _UniffiFfiConverterString.write(value.detail, buf)
-
-class _UniffiFfiConverterBoxTypeInitializeResponse(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeInitializeResponse.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeInitializeResponse.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeInitializeResponse.read(buf)
-
-
-
-
-
-
-class Answer:
-    """
-    The answer to a request.
-"""
-    def __init__(self):
-        raise RuntimeError("Answer cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class FAILED:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"Answer.FAILED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_FAILED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class INITIALIZED:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"Answer.INITIALIZED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_INITIALIZED():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class SESSION_CREATED:
-        
-        def __init__(self, session_id:SessionId):
-            self.session_id = session_id
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Answer.SESSION_CREATED(session_id={})".format(self.session_id)
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_SESSION_CREATED():
-                return False
-            if self.session_id != other.session_id:
-                return False
-            return True
-
-    @dataclass
-    class SESSIONS:
-        
-        def __init__(self, sessions:typing.List[SessionInfo], next_cursor:typing.Optional[str]):
-            self.sessions = sessions
-            
-            
-            self.next_cursor = next_cursor
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Answer.SESSIONS(sessions={}, next_cursor={})".format(self.sessions, self.next_cursor)
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_SESSIONS():
-                return False
-            if self.sessions != other.sessions:
-                return False
-            if self.next_cursor != other.next_cursor:
-                return False
-            return True
-
-    @dataclass
-    class RESUMED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Answer.RESUMED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_RESUMED():
-                return False
-            return True
-
-    @dataclass
-    class ACCEPTED:
-        
-        def __init__(self, message_id:typing.Optional[MessageId]):
-            self.message_id = message_id
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Answer.ACCEPTED(message_id={})".format(self.message_id)
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_ACCEPTED():
-                return False
-            if self.message_id != other.message_id:
-                return False
-            return True
-
-    @dataclass
-    class REVOKED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Answer.REVOKED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_REVOKED():
-                return False
-            return True
-
-    @dataclass
-    class REPLACED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Answer.REPLACED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_REPLACED():
-                return False
-            return True
-
-    @dataclass
-    class CLOSED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Answer.CLOSED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_CLOSED():
-                return False
-            return True
-
-    @dataclass
-    class STATUS:
-        
-        def __init__(self, status:SessionStatus, state:typing.Optional[StateUpdate]):
-            self.status = status
-            
-            
-            self.state = state
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Answer.STATUS(status={}, state={})".format(self.status, self.state)
-        def __eq__(self, other):
-            if not isinstance(other, Answer):
-                return NotImplemented
-            if not other.is_STATUS():
-                return False
-            if self.status != other.status:
-                return False
-            if self.state != other.state:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_FAILED(self) -> bool:
-        return isinstance(self, Answer.FAILED)
-    def is_failed(self) -> bool:
-        return isinstance(self, Answer.FAILED)
-    def is_INITIALIZED(self) -> bool:
-        return isinstance(self, Answer.INITIALIZED)
-    def is_initialized(self) -> bool:
-        return isinstance(self, Answer.INITIALIZED)
-    def is_SESSION_CREATED(self) -> bool:
-        return isinstance(self, Answer.SESSION_CREATED)
-    def is_session_created(self) -> bool:
-        return isinstance(self, Answer.SESSION_CREATED)
-    def is_SESSIONS(self) -> bool:
-        return isinstance(self, Answer.SESSIONS)
-    def is_sessions(self) -> bool:
-        return isinstance(self, Answer.SESSIONS)
-    def is_RESUMED(self) -> bool:
-        return isinstance(self, Answer.RESUMED)
-    def is_resumed(self) -> bool:
-        return isinstance(self, Answer.RESUMED)
-    def is_ACCEPTED(self) -> bool:
-        return isinstance(self, Answer.ACCEPTED)
-    def is_accepted(self) -> bool:
-        return isinstance(self, Answer.ACCEPTED)
-    def is_REVOKED(self) -> bool:
-        return isinstance(self, Answer.REVOKED)
-    def is_revoked(self) -> bool:
-        return isinstance(self, Answer.REVOKED)
-    def is_REPLACED(self) -> bool:
-        return isinstance(self, Answer.REPLACED)
-    def is_replaced(self) -> bool:
-        return isinstance(self, Answer.REPLACED)
-    def is_CLOSED(self) -> bool:
-        return isinstance(self, Answer.CLOSED)
-    def is_closed(self) -> bool:
-        return isinstance(self, Answer.CLOSED)
-    def is_STATUS(self) -> bool:
-        return isinstance(self, Answer.STATUS)
-    def is_status(self) -> bool:
-        return isinstance(self, Answer.STATUS)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-Answer.FAILED = type("Answer.FAILED", (Answer.FAILED, Answer,), {})  # type: ignore
-Answer.INITIALIZED = type("Answer.INITIALIZED", (Answer.INITIALIZED, Answer,), {})  # type: ignore
-Answer.SESSION_CREATED = type("Answer.SESSION_CREATED", (Answer.SESSION_CREATED, Answer,), {})  # type: ignore
-Answer.SESSIONS = type("Answer.SESSIONS", (Answer.SESSIONS, Answer,), {})  # type: ignore
-Answer.RESUMED = type("Answer.RESUMED", (Answer.RESUMED, Answer,), {})  # type: ignore
-Answer.ACCEPTED = type("Answer.ACCEPTED", (Answer.ACCEPTED, Answer,), {})  # type: ignore
-Answer.REVOKED = type("Answer.REVOKED", (Answer.REVOKED, Answer,), {})  # type: ignore
-Answer.REPLACED = type("Answer.REPLACED", (Answer.REPLACED, Answer,), {})  # type: ignore
-Answer.CLOSED = type("Answer.CLOSED", (Answer.CLOSED, Answer,), {})  # type: ignore
-Answer.STATUS = type("Answer.STATUS", (Answer.STATUS, Answer,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeAnswer(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return Answer.FAILED(
-                _UniffiFfiConverterTypeProtocolError.read(buf),
-            )
-        if variant == 2:
-            return Answer.INITIALIZED(
-                _UniffiFfiConverterBoxTypeInitializeResponse.read(buf),
-            )
-        if variant == 3:
-            return Answer.SESSION_CREATED(
-                _UniffiFfiConverterTypeSessionId.read(buf),
-            )
-        if variant == 4:
-            return Answer.SESSIONS(
-                _UniffiFfiConverterSequenceTypeSessionInfo.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
-            )
-        if variant == 5:
-            return Answer.RESUMED(
-            )
-        if variant == 6:
-            return Answer.ACCEPTED(
-                _UniffiFfiConverterOptionalTypeMessageId.read(buf),
-            )
-        if variant == 7:
-            return Answer.REVOKED(
-            )
-        if variant == 8:
-            return Answer.REPLACED(
-            )
-        if variant == 9:
-            return Answer.CLOSED(
-            )
-        if variant == 10:
-            return Answer.STATUS(
-                _UniffiFfiConverterTypeSessionStatus.read(buf),
-                _UniffiFfiConverterOptionalTypeStateUpdate.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_FAILED():
-            _UniffiFfiConverterTypeProtocolError.check_lower(value._values[0])
-            return
-        if value.is_INITIALIZED():
-            _UniffiFfiConverterBoxTypeInitializeResponse.check_lower(value._values[0])
-            return
-        if value.is_SESSION_CREATED():
-            _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-            return
-        if value.is_SESSIONS():
-            _UniffiFfiConverterSequenceTypeSessionInfo.check_lower(value.sessions)
-            _UniffiFfiConverterOptionalString.check_lower(value.next_cursor)
-            return
-        if value.is_RESUMED():
-            return
-        if value.is_ACCEPTED():
-            _UniffiFfiConverterOptionalTypeMessageId.check_lower(value.message_id)
-            return
-        if value.is_REVOKED():
-            return
-        if value.is_REPLACED():
-            return
-        if value.is_CLOSED():
-            return
-        if value.is_STATUS():
-            _UniffiFfiConverterTypeSessionStatus.check_lower(value.status)
-            _UniffiFfiConverterOptionalTypeStateUpdate.check_lower(value.state)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_FAILED():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeProtocolError.write(value._values[0], buf)
-        if value.is_INITIALIZED():
-            buf.write_i32(2)
-            _UniffiFfiConverterBoxTypeInitializeResponse.write(value._values[0], buf)
-        if value.is_SESSION_CREATED():
-            buf.write_i32(3)
-            _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        if value.is_SESSIONS():
-            buf.write_i32(4)
-            _UniffiFfiConverterSequenceTypeSessionInfo.write(value.sessions, buf)
-            _UniffiFfiConverterOptionalString.write(value.next_cursor, buf)
-        if value.is_RESUMED():
-            buf.write_i32(5)
-        if value.is_ACCEPTED():
-            buf.write_i32(6)
-            _UniffiFfiConverterOptionalTypeMessageId.write(value.message_id, buf)
-        if value.is_REVOKED():
-            buf.write_i32(7)
-        if value.is_REPLACED():
-            buf.write_i32(8)
-        if value.is_CLOSED():
-            buf.write_i32(9)
-        if value.is_STATUS():
-            buf.write_i32(10)
-            _UniffiFfiConverterTypeSessionStatus.write(value.status, buf)
-            _UniffiFfiConverterOptionalTypeStateUpdate.write(value.state, buf)
-
-
-
-
-
-
-
-
-class BreakPoint(enum.Enum):
-    """
-    A safe break-point of the agent loop.
-"""
-    
-    TOOL_RESULT = 0
-    
-    MODEL_STEP = 1
-    
-
-
-class _UniffiFfiConverterTypeBreakPoint(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return BreakPoint.TOOL_RESULT
-        if variant == 2:
-            return BreakPoint.MODEL_STEP
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == BreakPoint.TOOL_RESULT:
-            return
-        if value == BreakPoint.MODEL_STEP:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == BreakPoint.TOOL_RESULT:
-            buf.write_i32(1)
-        if value == BreakPoint.MODEL_STEP:
-            buf.write_i32(2)
-
-
-
-
-
-
-
-
-class ConnectionRole(enum.Enum):
-    """
-    A connection's role (R-ORDER-2).
-"""
-    
-    CONTROLLER = 0
-    
-    OBSERVER = 1
-    
-
-
-class _UniffiFfiConverterTypeConnectionRole(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return ConnectionRole.CONTROLLER
-        if variant == 2:
-            return ConnectionRole.OBSERVER
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == ConnectionRole.CONTROLLER:
-            return
-        if value == ConnectionRole.OBSERVER:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == ConnectionRole.CONTROLLER:
-            buf.write_i32(1)
-        if value == ConnectionRole.OBSERVER:
-            buf.write_i32(2)
-
-
-
-
-
-
-
-
-class RequestKind(enum.Enum):
-    """
-    What a request was.
-"""
-    
-    INITIALIZE = 0
-    
-    NEW_SESSION = 1
-    
-    LIST_SESSIONS = 2
-    
-    RESUME = 3
-    
-    PROMPT = 4
-    
-    INJECT = 5
-    
-    REVOKE = 6
-    
-    REPLACE = 7
-    
-    CLOSE = 8
-    
-    STATUS = 9
-    
-
-
-class _UniffiFfiConverterTypeRequestKind(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return RequestKind.INITIALIZE
-        if variant == 2:
-            return RequestKind.NEW_SESSION
-        if variant == 3:
-            return RequestKind.LIST_SESSIONS
-        if variant == 4:
-            return RequestKind.RESUME
-        if variant == 5:
-            return RequestKind.PROMPT
-        if variant == 6:
-            return RequestKind.INJECT
-        if variant == 7:
-            return RequestKind.REVOKE
-        if variant == 8:
-            return RequestKind.REPLACE
-        if variant == 9:
-            return RequestKind.CLOSE
-        if variant == 10:
-            return RequestKind.STATUS
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == RequestKind.INITIALIZE:
-            return
-        if value == RequestKind.NEW_SESSION:
-            return
-        if value == RequestKind.LIST_SESSIONS:
-            return
-        if value == RequestKind.RESUME:
-            return
-        if value == RequestKind.PROMPT:
-            return
-        if value == RequestKind.INJECT:
-            return
-        if value == RequestKind.REVOKE:
-            return
-        if value == RequestKind.REPLACE:
-            return
-        if value == RequestKind.CLOSE:
-            return
-        if value == RequestKind.STATUS:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == RequestKind.INITIALIZE:
-            buf.write_i32(1)
-        if value == RequestKind.NEW_SESSION:
-            buf.write_i32(2)
-        if value == RequestKind.LIST_SESSIONS:
-            buf.write_i32(3)
-        if value == RequestKind.RESUME:
-            buf.write_i32(4)
-        if value == RequestKind.PROMPT:
-            buf.write_i32(5)
-        if value == RequestKind.INJECT:
-            buf.write_i32(6)
-        if value == RequestKind.REVOKE:
-            buf.write_i32(7)
-        if value == RequestKind.REPLACE:
-            buf.write_i32(8)
-        if value == RequestKind.CLOSE:
-            buf.write_i32(9)
-        if value == RequestKind.STATUS:
-            buf.write_i32(10)
-
-
-
-
-
-
-
-
-class SessionEvent:
-    """
-    Something that happened in one session.
-"""
-    def __init__(self):
-        raise RuntimeError("SessionEvent cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class UPDATE:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionEvent.UPDATE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionEvent):
-                return NotImplemented
-            if not other.is_UPDATE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class ITEM:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionEvent.ITEM{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionEvent):
-                return NotImplemented
-            if not other.is_ITEM():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class VIOLATION:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionEvent.VIOLATION{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionEvent):
-                return NotImplemented
-            if not other.is_VIOLATION():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class CLOSED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "SessionEvent.CLOSED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, SessionEvent):
-                return NotImplemented
-            if not other.is_CLOSED():
-                return False
-            return True
-
-    @dataclass
-    class TOLERATED:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionEvent.TOLERATED{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionEvent):
-                return NotImplemented
-            if not other.is_TOLERATED():
-                return False
-            return self._values == other._values
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_UPDATE(self) -> bool:
-        return isinstance(self, SessionEvent.UPDATE)
-    def is_update(self) -> bool:
-        return isinstance(self, SessionEvent.UPDATE)
-    def is_ITEM(self) -> bool:
-        return isinstance(self, SessionEvent.ITEM)
-    def is_item(self) -> bool:
-        return isinstance(self, SessionEvent.ITEM)
-    def is_VIOLATION(self) -> bool:
-        return isinstance(self, SessionEvent.VIOLATION)
-    def is_violation(self) -> bool:
-        return isinstance(self, SessionEvent.VIOLATION)
-    def is_CLOSED(self) -> bool:
-        return isinstance(self, SessionEvent.CLOSED)
-    def is_closed(self) -> bool:
-        return isinstance(self, SessionEvent.CLOSED)
-    def is_TOLERATED(self) -> bool:
-        return isinstance(self, SessionEvent.TOLERATED)
-    def is_tolerated(self) -> bool:
-        return isinstance(self, SessionEvent.TOLERATED)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-SessionEvent.UPDATE = type("SessionEvent.UPDATE", (SessionEvent.UPDATE, SessionEvent,), {})  # type: ignore
-SessionEvent.ITEM = type("SessionEvent.ITEM", (SessionEvent.ITEM, SessionEvent,), {})  # type: ignore
-SessionEvent.VIOLATION = type("SessionEvent.VIOLATION", (SessionEvent.VIOLATION, SessionEvent,), {})  # type: ignore
-SessionEvent.CLOSED = type("SessionEvent.CLOSED", (SessionEvent.CLOSED, SessionEvent,), {})  # type: ignore
-SessionEvent.TOLERATED = type("SessionEvent.TOLERATED", (SessionEvent.TOLERATED, SessionEvent,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeSessionEvent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return SessionEvent.UPDATE(
-                _UniffiFfiConverterTypeSessionUpdate.read(buf),
-            )
-        if variant == 2:
-            return SessionEvent.ITEM(
-                _UniffiFfiConverterTypePendingItem.read(buf),
-            )
-        if variant == 3:
-            return SessionEvent.VIOLATION(
-                _UniffiFfiConverterTypeViolation.read(buf),
-            )
-        if variant == 4:
-            return SessionEvent.CLOSED(
-            )
-        if variant == 5:
-            return SessionEvent.TOLERATED(
-                _UniffiFfiConverterSequenceString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_UPDATE():
-            _UniffiFfiConverterTypeSessionUpdate.check_lower(value._values[0])
-            return
-        if value.is_ITEM():
-            _UniffiFfiConverterTypePendingItem.check_lower(value._values[0])
-            return
-        if value.is_VIOLATION():
-            _UniffiFfiConverterTypeViolation.check_lower(value._values[0])
-            return
-        if value.is_CLOSED():
-            return
-        if value.is_TOLERATED():
-            _UniffiFfiConverterSequenceString.check_lower(value._values[0])
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_UPDATE():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeSessionUpdate.write(value._values[0], buf)
-        if value.is_ITEM():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypePendingItem.write(value._values[0], buf)
-        if value.is_VIOLATION():
-            buf.write_i32(3)
-            _UniffiFfiConverterTypeViolation.write(value._values[0], buf)
-        if value.is_CLOSED():
-            buf.write_i32(4)
-        if value.is_TOLERATED():
-            buf.write_i32(5)
-            _UniffiFfiConverterSequenceString.write(value._values[0], buf)
-
-
-
-class _UniffiFfiConverterBoxTypeRequestPermissionRequest(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        _UniffiFfiConverterTypeRequestPermissionRequest.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        _UniffiFfiConverterTypeRequestPermissionRequest.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        return _UniffiFfiConverterTypeRequestPermissionRequest.read(buf)
-
-
-
-
-
-
-class Event:
-    """
-    One thing a client connection reports.
-"""
-    def __init__(self):
-        raise RuntimeError("Event cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class ANSWERED:
-        
-        def __init__(self, request:RequestId, kind:RequestKind, session_id:typing.Optional[SessionId], outcome:Answer):
-            self.request = request
-            
-            
-            self.kind = kind
-            
-            
-            self.session_id = session_id
-            
-            
-            self.outcome = outcome
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Event.ANSWERED(request={}, kind={}, session_id={}, outcome={})".format(self.request, self.kind, self.session_id, self.outcome)
-        def __eq__(self, other):
-            if not isinstance(other, Event):
-                return NotImplemented
-            if not other.is_ANSWERED():
-                return False
-            if self.request != other.request:
-                return False
-            if self.kind != other.kind:
-                return False
-            if self.session_id != other.session_id:
-                return False
-            if self.outcome != other.outcome:
-                return False
-            return True
-
-    @dataclass
-    class SESSION:
-        
-        def __init__(self, session_id:SessionId, event:SessionEvent):
-            self.session_id = session_id
-            
-            
-            self.event = event
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Event.SESSION(session_id={}, event={})".format(self.session_id, self.event)
-        def __eq__(self, other):
-            if not isinstance(other, Event):
-                return NotImplemented
-            if not other.is_SESSION():
-                return False
-            if self.session_id != other.session_id:
-                return False
-            if self.event != other.event:
-                return False
-            return True
-
-    @dataclass
-    class PERMISSION_REQUESTED:
-        
-        def __init__(self, request:RequestId, params:RequestPermissionRequest):
-            self.request = request
-            
-            
-            self.params = params
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Event.PERMISSION_REQUESTED(request={}, params={})".format(self.request, self.params)
-        def __eq__(self, other):
-            if not isinstance(other, Event):
-                return NotImplemented
-            if not other.is_PERMISSION_REQUESTED():
-                return False
-            if self.request != other.request:
-                return False
-            if self.params != other.params:
-                return False
-            return True
-
-    @dataclass
-    class IGNORED:
-        
-        def __init__(self, detail:str):
-            self.detail = detail
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Event.IGNORED(detail={})".format(self.detail)
-        def __eq__(self, other):
-            if not isinstance(other, Event):
-                return NotImplemented
-            if not other.is_IGNORED():
-                return False
-            if self.detail != other.detail:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_ANSWERED(self) -> bool:
-        return isinstance(self, Event.ANSWERED)
-    def is_answered(self) -> bool:
-        return isinstance(self, Event.ANSWERED)
-    def is_SESSION(self) -> bool:
-        return isinstance(self, Event.SESSION)
-    def is_session(self) -> bool:
-        return isinstance(self, Event.SESSION)
-    def is_PERMISSION_REQUESTED(self) -> bool:
-        return isinstance(self, Event.PERMISSION_REQUESTED)
-    def is_permission_requested(self) -> bool:
-        return isinstance(self, Event.PERMISSION_REQUESTED)
-    def is_IGNORED(self) -> bool:
-        return isinstance(self, Event.IGNORED)
-    def is_ignored(self) -> bool:
-        return isinstance(self, Event.IGNORED)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-Event.ANSWERED = type("Event.ANSWERED", (Event.ANSWERED, Event,), {})  # type: ignore
-Event.SESSION = type("Event.SESSION", (Event.SESSION, Event,), {})  # type: ignore
-Event.PERMISSION_REQUESTED = type("Event.PERMISSION_REQUESTED", (Event.PERMISSION_REQUESTED, Event,), {})  # type: ignore
-Event.IGNORED = type("Event.IGNORED", (Event.IGNORED, Event,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeEvent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return Event.ANSWERED(
-                _UniffiFfiConverterTypeRequestId.read(buf),
-                _UniffiFfiConverterTypeRequestKind.read(buf),
-                _UniffiFfiConverterOptionalTypeSessionId.read(buf),
-                _UniffiFfiConverterTypeAnswer.read(buf),
-            )
-        if variant == 2:
-            return Event.SESSION(
-                _UniffiFfiConverterTypeSessionId.read(buf),
-                _UniffiFfiConverterTypeSessionEvent.read(buf),
-            )
-        if variant == 3:
-            return Event.PERMISSION_REQUESTED(
-                _UniffiFfiConverterTypeRequestId.read(buf),
-                _UniffiFfiConverterBoxTypeRequestPermissionRequest.read(buf),
-            )
-        if variant == 4:
-            return Event.IGNORED(
-                _UniffiFfiConverterString.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_ANSWERED():
-            _UniffiFfiConverterTypeRequestId.check_lower(value.request)
-            _UniffiFfiConverterTypeRequestKind.check_lower(value.kind)
-            _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
-            _UniffiFfiConverterTypeAnswer.check_lower(value.outcome)
-            return
-        if value.is_SESSION():
-            _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-            _UniffiFfiConverterTypeSessionEvent.check_lower(value.event)
-            return
-        if value.is_PERMISSION_REQUESTED():
-            _UniffiFfiConverterTypeRequestId.check_lower(value.request)
-            _UniffiFfiConverterBoxTypeRequestPermissionRequest.check_lower(value.params)
-            return
-        if value.is_IGNORED():
-            _UniffiFfiConverterString.check_lower(value.detail)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_ANSWERED():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeRequestId.write(value.request, buf)
-            _UniffiFfiConverterTypeRequestKind.write(value.kind, buf)
-            _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
-            _UniffiFfiConverterTypeAnswer.write(value.outcome, buf)
-        if value.is_SESSION():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-            _UniffiFfiConverterTypeSessionEvent.write(value.event, buf)
-        if value.is_PERMISSION_REQUESTED():
-            buf.write_i32(3)
-            _UniffiFfiConverterTypeRequestId.write(value.request, buf)
-            _UniffiFfiConverterBoxTypeRequestPermissionRequest.write(value.params, buf)
-        if value.is_IGNORED():
-            buf.write_i32(4)
-            _UniffiFfiConverterString.write(value.detail, buf)
-
-
-
-
-
-
-
-
-class HistoryEntry:
-    """
-    One entry of a session's history.
-"""
-    def __init__(self):
-        raise RuntimeError("HistoryEntry cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class USER:
-        
-        def __init__(self, message_id:MessageId, content:typing.List[ContentBlock]):
-            self.message_id = message_id
-            
-            
-            self.content = content
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "HistoryEntry.USER(message_id={}, content={})".format(self.message_id, self.content)
-        def __eq__(self, other):
-            if not isinstance(other, HistoryEntry):
-                return NotImplemented
-            if not other.is_USER():
-                return False
-            if self.message_id != other.message_id:
-                return False
-            if self.content != other.content:
-                return False
-            return True
-
-    @dataclass
-    class UPDATE:
-        
-        def __init__(self, update:SessionUpdate):
-            self.update = update
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "HistoryEntry.UPDATE(update={})".format(self.update)
-        def __eq__(self, other):
-            if not isinstance(other, HistoryEntry):
-                return NotImplemented
-            if not other.is_UPDATE():
-                return False
-            if self.update != other.update:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_USER(self) -> bool:
-        return isinstance(self, HistoryEntry.USER)
-    def is_user(self) -> bool:
-        return isinstance(self, HistoryEntry.USER)
-    def is_UPDATE(self) -> bool:
-        return isinstance(self, HistoryEntry.UPDATE)
-    def is_update(self) -> bool:
-        return isinstance(self, HistoryEntry.UPDATE)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-HistoryEntry.USER = type("HistoryEntry.USER", (HistoryEntry.USER, HistoryEntry,), {})  # type: ignore
-HistoryEntry.UPDATE = type("HistoryEntry.UPDATE", (HistoryEntry.UPDATE, HistoryEntry,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeHistoryEntry(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return HistoryEntry.USER(
-                _UniffiFfiConverterTypeMessageId.read(buf),
-                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
-            )
-        if variant == 2:
-            return HistoryEntry.UPDATE(
-                _UniffiFfiConverterTypeSessionUpdate.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_USER():
-            _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
-            return
-        if value.is_UPDATE():
-            _UniffiFfiConverterTypeSessionUpdate.check_lower(value.update)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_USER():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-            _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
-        if value.is_UPDATE():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeSessionUpdate.write(value.update, buf)
-
-
-
-
-
-
-
-
-class RuntimeEvent:
-    """
-    What the agent runtime reports.
-"""
-    def __init__(self):
-        raise RuntimeError("RuntimeEvent cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class BREAK_POINT:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeEvent.BREAK_POINT{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_BREAK_POINT():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class STREAM_STARTED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.STREAM_STARTED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_STREAM_STARTED():
-                return False
-            return True
-
-    @dataclass
-    class STREAM_FINISHED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.STREAM_FINISHED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_STREAM_FINISHED():
-                return False
-            return True
-
-    @dataclass
-    class REQUEST_PERMISSION:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeEvent.REQUEST_PERMISSION{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_REQUEST_PERMISSION():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class WITHDRAW_PERMISSION:
-        
-        def __init__(self, request_id:RequestId):
-            self.request_id = request_id
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.WITHDRAW_PERMISSION(request_id={})".format(self.request_id)
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_WITHDRAW_PERMISSION():
-                return False
-            if self.request_id != other.request_id:
-                return False
-            return True
-
-    @dataclass
-    class PAUSED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.PAUSED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_PAUSED():
-                return False
-            return True
-
-    @dataclass
-    class RESUMED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.RESUMED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_RESUMED():
-                return False
-            return True
-
-    @dataclass
-    class TURN_STARTED:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.TURN_STARTED()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_TURN_STARTED():
-                return False
-            return True
-
-    @dataclass
-    class TURN_ENDED:
-        
-        def __init__(self, stop_reason:StopReason, usage:typing.Optional[Usage] = _DEFAULT, error:typing.Optional[TurnFailure] = _DEFAULT):
-            self.stop_reason = stop_reason
-            
-            
-            if usage is _DEFAULT:
-                self.usage = None
-            else:
-                self.usage = usage
-            
-            
-            if error is _DEFAULT:
-                self.error = None
-            else:
-                self.error = error
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.TURN_ENDED(stop_reason={}, usage={}, error={})".format(self.stop_reason, self.usage, self.error)
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_TURN_ENDED():
-                return False
-            if self.stop_reason != other.stop_reason:
-                return False
-            if self.usage != other.usage:
-                return False
-            if self.error != other.error:
-                return False
-            return True
-
-    @dataclass
-    class CLOSE:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.CLOSE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_CLOSE():
-                return False
-            return True
-
-    @dataclass
-    class UPDATE:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"RuntimeEvent.UPDATE{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_UPDATE():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class CLEAR_AGENT_MESSAGE:
-        
-        def __init__(self, message_id:MessageId):
-            self.message_id = message_id
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "RuntimeEvent.CLEAR_AGENT_MESSAGE(message_id={})".format(self.message_id)
-        def __eq__(self, other):
-            if not isinstance(other, RuntimeEvent):
-                return NotImplemented
-            if not other.is_CLEAR_AGENT_MESSAGE():
-                return False
-            if self.message_id != other.message_id:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_BREAK_POINT(self) -> bool:
-        return isinstance(self, RuntimeEvent.BREAK_POINT)
-    def is_break_point(self) -> bool:
-        return isinstance(self, RuntimeEvent.BREAK_POINT)
-    def is_STREAM_STARTED(self) -> bool:
-        return isinstance(self, RuntimeEvent.STREAM_STARTED)
-    def is_stream_started(self) -> bool:
-        return isinstance(self, RuntimeEvent.STREAM_STARTED)
-    def is_STREAM_FINISHED(self) -> bool:
-        return isinstance(self, RuntimeEvent.STREAM_FINISHED)
-    def is_stream_finished(self) -> bool:
-        return isinstance(self, RuntimeEvent.STREAM_FINISHED)
-    def is_REQUEST_PERMISSION(self) -> bool:
-        return isinstance(self, RuntimeEvent.REQUEST_PERMISSION)
-    def is_request_permission(self) -> bool:
-        return isinstance(self, RuntimeEvent.REQUEST_PERMISSION)
-    def is_WITHDRAW_PERMISSION(self) -> bool:
-        return isinstance(self, RuntimeEvent.WITHDRAW_PERMISSION)
-    def is_withdraw_permission(self) -> bool:
-        return isinstance(self, RuntimeEvent.WITHDRAW_PERMISSION)
-    def is_PAUSED(self) -> bool:
-        return isinstance(self, RuntimeEvent.PAUSED)
-    def is_paused(self) -> bool:
-        return isinstance(self, RuntimeEvent.PAUSED)
-    def is_RESUMED(self) -> bool:
-        return isinstance(self, RuntimeEvent.RESUMED)
-    def is_resumed(self) -> bool:
-        return isinstance(self, RuntimeEvent.RESUMED)
-    def is_TURN_STARTED(self) -> bool:
-        return isinstance(self, RuntimeEvent.TURN_STARTED)
-    def is_turn_started(self) -> bool:
-        return isinstance(self, RuntimeEvent.TURN_STARTED)
-    def is_TURN_ENDED(self) -> bool:
-        return isinstance(self, RuntimeEvent.TURN_ENDED)
-    def is_turn_ended(self) -> bool:
-        return isinstance(self, RuntimeEvent.TURN_ENDED)
-    def is_CLOSE(self) -> bool:
-        return isinstance(self, RuntimeEvent.CLOSE)
-    def is_close(self) -> bool:
-        return isinstance(self, RuntimeEvent.CLOSE)
-    def is_UPDATE(self) -> bool:
-        return isinstance(self, RuntimeEvent.UPDATE)
-    def is_update(self) -> bool:
-        return isinstance(self, RuntimeEvent.UPDATE)
-    def is_CLEAR_AGENT_MESSAGE(self) -> bool:
-        return isinstance(self, RuntimeEvent.CLEAR_AGENT_MESSAGE)
-    def is_clear_agent_message(self) -> bool:
-        return isinstance(self, RuntimeEvent.CLEAR_AGENT_MESSAGE)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-RuntimeEvent.BREAK_POINT = type("RuntimeEvent.BREAK_POINT", (RuntimeEvent.BREAK_POINT, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.STREAM_STARTED = type("RuntimeEvent.STREAM_STARTED", (RuntimeEvent.STREAM_STARTED, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.STREAM_FINISHED = type("RuntimeEvent.STREAM_FINISHED", (RuntimeEvent.STREAM_FINISHED, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.REQUEST_PERMISSION = type("RuntimeEvent.REQUEST_PERMISSION", (RuntimeEvent.REQUEST_PERMISSION, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.WITHDRAW_PERMISSION = type("RuntimeEvent.WITHDRAW_PERMISSION", (RuntimeEvent.WITHDRAW_PERMISSION, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.PAUSED = type("RuntimeEvent.PAUSED", (RuntimeEvent.PAUSED, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.RESUMED = type("RuntimeEvent.RESUMED", (RuntimeEvent.RESUMED, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.TURN_STARTED = type("RuntimeEvent.TURN_STARTED", (RuntimeEvent.TURN_STARTED, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.TURN_ENDED = type("RuntimeEvent.TURN_ENDED", (RuntimeEvent.TURN_ENDED, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.CLOSE = type("RuntimeEvent.CLOSE", (RuntimeEvent.CLOSE, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.UPDATE = type("RuntimeEvent.UPDATE", (RuntimeEvent.UPDATE, RuntimeEvent,), {})  # type: ignore
-RuntimeEvent.CLEAR_AGENT_MESSAGE = type("RuntimeEvent.CLEAR_AGENT_MESSAGE", (RuntimeEvent.CLEAR_AGENT_MESSAGE, RuntimeEvent,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeRuntimeEvent(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return RuntimeEvent.BREAK_POINT(
-                _UniffiFfiConverterTypeBreakPoint.read(buf),
-            )
-        if variant == 2:
-            return RuntimeEvent.STREAM_STARTED(
-            )
-        if variant == 3:
-            return RuntimeEvent.STREAM_FINISHED(
-            )
-        if variant == 4:
-            return RuntimeEvent.REQUEST_PERMISSION(
-                _UniffiFfiConverterTypePermissionAsk.read(buf),
-            )
-        if variant == 5:
-            return RuntimeEvent.WITHDRAW_PERMISSION(
-                _UniffiFfiConverterTypeRequestId.read(buf),
-            )
-        if variant == 6:
-            return RuntimeEvent.PAUSED(
-            )
-        if variant == 7:
-            return RuntimeEvent.RESUMED(
-            )
-        if variant == 8:
-            return RuntimeEvent.TURN_STARTED(
-            )
-        if variant == 9:
-            return RuntimeEvent.TURN_ENDED(
-                _UniffiFfiConverterTypeStopReason.read(buf),
-                _UniffiFfiConverterOptionalTypeUsage.read(buf),
-                _UniffiFfiConverterOptionalTypeTurnFailure.read(buf),
-            )
-        if variant == 10:
-            return RuntimeEvent.CLOSE(
-            )
-        if variant == 11:
-            return RuntimeEvent.UPDATE(
-                _UniffiFfiConverterTypeSessionUpdate.read(buf),
-            )
-        if variant == 12:
-            return RuntimeEvent.CLEAR_AGENT_MESSAGE(
-                _UniffiFfiConverterTypeMessageId.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_BREAK_POINT():
-            _UniffiFfiConverterTypeBreakPoint.check_lower(value._values[0])
-            return
-        if value.is_STREAM_STARTED():
-            return
-        if value.is_STREAM_FINISHED():
-            return
-        if value.is_REQUEST_PERMISSION():
-            _UniffiFfiConverterTypePermissionAsk.check_lower(value._values[0])
-            return
-        if value.is_WITHDRAW_PERMISSION():
-            _UniffiFfiConverterTypeRequestId.check_lower(value.request_id)
-            return
-        if value.is_PAUSED():
-            return
-        if value.is_RESUMED():
-            return
-        if value.is_TURN_STARTED():
-            return
-        if value.is_TURN_ENDED():
-            _UniffiFfiConverterTypeStopReason.check_lower(value.stop_reason)
-            _UniffiFfiConverterOptionalTypeUsage.check_lower(value.usage)
-            _UniffiFfiConverterOptionalTypeTurnFailure.check_lower(value.error)
-            return
-        if value.is_CLOSE():
-            return
-        if value.is_UPDATE():
-            _UniffiFfiConverterTypeSessionUpdate.check_lower(value._values[0])
-            return
-        if value.is_CLEAR_AGENT_MESSAGE():
-            _UniffiFfiConverterTypeMessageId.check_lower(value.message_id)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_BREAK_POINT():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeBreakPoint.write(value._values[0], buf)
-        if value.is_STREAM_STARTED():
-            buf.write_i32(2)
-        if value.is_STREAM_FINISHED():
-            buf.write_i32(3)
-        if value.is_REQUEST_PERMISSION():
-            buf.write_i32(4)
-            _UniffiFfiConverterTypePermissionAsk.write(value._values[0], buf)
-        if value.is_WITHDRAW_PERMISSION():
-            buf.write_i32(5)
-            _UniffiFfiConverterTypeRequestId.write(value.request_id, buf)
-        if value.is_PAUSED():
-            buf.write_i32(6)
-        if value.is_RESUMED():
-            buf.write_i32(7)
-        if value.is_TURN_STARTED():
-            buf.write_i32(8)
-        if value.is_TURN_ENDED():
-            buf.write_i32(9)
-            _UniffiFfiConverterTypeStopReason.write(value.stop_reason, buf)
-            _UniffiFfiConverterOptionalTypeUsage.write(value.usage, buf)
-            _UniffiFfiConverterOptionalTypeTurnFailure.write(value.error, buf)
-        if value.is_CLOSE():
-            buf.write_i32(10)
-        if value.is_UPDATE():
-            buf.write_i32(11)
-            _UniffiFfiConverterTypeSessionUpdate.write(value._values[0], buf)
-        if value.is_CLEAR_AGENT_MESSAGE():
-            buf.write_i32(12)
-            _UniffiFfiConverterTypeMessageId.write(value.message_id, buf)
-
-
-
-
-
-
-
-
-class SessionActivity:
-    """
-    Something that happened in a session, as its event stream delivers it.
-"""
-    def __init__(self):
-        raise RuntimeError("SessionActivity cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class EVENT:
-        
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
-
-    
-            
-            
-
-    
-        def __str__(self):
-            return f"SessionActivity.EVENT{self._values!r}"
-        def __eq__(self, other):
-            if not isinstance(other, SessionActivity):
-                return NotImplemented
-            if not other.is_EVENT():
-                return False
-            return self._values == other._values
-
-    @dataclass
-    class PERMISSION_REQUESTED:
-        
-        def __init__(self, request:RequestId, params:RequestPermissionRequest):
-            self.request = request
-            
-            
-            self.params = params
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "SessionActivity.PERMISSION_REQUESTED(request={}, params={})".format(self.request, self.params)
-        def __eq__(self, other):
-            if not isinstance(other, SessionActivity):
-                return NotImplemented
-            if not other.is_PERMISSION_REQUESTED():
-                return False
-            if self.request != other.request:
-                return False
-            if self.params != other.params:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_EVENT(self) -> bool:
-        return isinstance(self, SessionActivity.EVENT)
-    def is_event(self) -> bool:
-        return isinstance(self, SessionActivity.EVENT)
-    def is_PERMISSION_REQUESTED(self) -> bool:
-        return isinstance(self, SessionActivity.PERMISSION_REQUESTED)
-    def is_permission_requested(self) -> bool:
-        return isinstance(self, SessionActivity.PERMISSION_REQUESTED)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-SessionActivity.EVENT = type("SessionActivity.EVENT", (SessionActivity.EVENT, SessionActivity,), {})  # type: ignore
-SessionActivity.PERMISSION_REQUESTED = type("SessionActivity.PERMISSION_REQUESTED", (SessionActivity.PERMISSION_REQUESTED, SessionActivity,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeSessionActivity(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return SessionActivity.EVENT(
-                _UniffiFfiConverterTypeSessionEvent.read(buf),
-            )
-        if variant == 2:
-            return SessionActivity.PERMISSION_REQUESTED(
-                _UniffiFfiConverterTypeRequestId.read(buf),
-                _UniffiFfiConverterBoxTypeRequestPermissionRequest.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_EVENT():
-            _UniffiFfiConverterTypeSessionEvent.check_lower(value._values[0])
-            return
-        if value.is_PERMISSION_REQUESTED():
-            _UniffiFfiConverterTypeRequestId.check_lower(value.request)
-            _UniffiFfiConverterBoxTypeRequestPermissionRequest.check_lower(value.params)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_EVENT():
-            buf.write_i32(1)
-            _UniffiFfiConverterTypeSessionEvent.write(value._values[0], buf)
-        if value.is_PERMISSION_REQUESTED():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeRequestId.write(value.request, buf)
-            _UniffiFfiConverterBoxTypeRequestPermissionRequest.write(value.params, buf)
-
-
-
-class _UniffiFfiConverterUInt32(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "u32"
-    VALUE_MIN = 0
-    VALUE_MAX = 2**32
-
-    @staticmethod
-    def read(buf):
-        return buf.read_u32()
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_u32(value)
-
-
-class _UniffiFfiConverterTypeNonZeroU32:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterUInt32.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterUInt32.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterUInt32.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterUInt32.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterUInt32.lower(value)
-
-
-NonZeroU32 = int
-
-
-
-
-
-
-
-class Turn:
-    """
-    A session's turn (R-TURN-1).
-"""
-    def __init__(self):
-        raise RuntimeError("Turn cannot be instantiated directly")
-
-    # Each enum variant is a nested class of the enum itself.
-    @dataclass
-    class IDLE:
-        
-        def __init__(self, ):
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Turn.IDLE()".format()
-        def __eq__(self, other):
-            if not isinstance(other, Turn):
-                return NotImplemented
-            if not other.is_IDLE():
-                return False
-            return True
-
-    @dataclass
-    class RUNNING:
-        
-        def __init__(self, activity:Activity):
-            self.activity = activity
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Turn.RUNNING(activity={})".format(self.activity)
-        def __eq__(self, other):
-            if not isinstance(other, Turn):
-                return NotImplemented
-            if not other.is_RUNNING():
-                return False
-            if self.activity != other.activity:
-                return False
-            return True
-
-    @dataclass
-    class REQUIRES_ACTION:
-        
-        def __init__(self, activity:Activity, open:NonZeroU32, paused:bool):
-            self.activity = activity
-            
-            
-            self.open = open
-            
-            
-            self.paused = paused
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Turn.REQUIRES_ACTION(activity={}, open={}, paused={})".format(self.activity, self.open, self.paused)
-        def __eq__(self, other):
-            if not isinstance(other, Turn):
-                return NotImplemented
-            if not other.is_REQUIRES_ACTION():
-                return False
-            if self.activity != other.activity:
-                return False
-            if self.open != other.open:
-                return False
-            if self.paused != other.paused:
-                return False
-            return True
-
-    @dataclass
-    class PAUSED:
-        
-        def __init__(self, activity:Activity):
-            self.activity = activity
-            
-            
-            pass
-
-    
-            
-            
-    
-        def __str__(self):
-            return "Turn.PAUSED(activity={})".format(self.activity)
-        def __eq__(self, other):
-            if not isinstance(other, Turn):
-                return NotImplemented
-            if not other.is_PAUSED():
-                return False
-            if self.activity != other.activity:
-                return False
-            return True
-
-    
-
-    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
-    # whether an instance is that variant.
-    def is_IDLE(self) -> bool:
-        return isinstance(self, Turn.IDLE)
-    def is_idle(self) -> bool:
-        return isinstance(self, Turn.IDLE)
-    def is_RUNNING(self) -> bool:
-        return isinstance(self, Turn.RUNNING)
-    def is_running(self) -> bool:
-        return isinstance(self, Turn.RUNNING)
-    def is_REQUIRES_ACTION(self) -> bool:
-        return isinstance(self, Turn.REQUIRES_ACTION)
-    def is_requires_action(self) -> bool:
-        return isinstance(self, Turn.REQUIRES_ACTION)
-    def is_PAUSED(self) -> bool:
-        return isinstance(self, Turn.PAUSED)
-    def is_paused(self) -> bool:
-        return isinstance(self, Turn.PAUSED)
-    
-
-# Now, a little trick - we make each nested variant class be a subclass of the main
-# enum class, so that method calls and instance checks etc will work intuitively.
-# We might be able to do this a little more neatly with a metaclass, but this'll do.
-Turn.IDLE = type("Turn.IDLE", (Turn.IDLE, Turn,), {})  # type: ignore
-Turn.RUNNING = type("Turn.RUNNING", (Turn.RUNNING, Turn,), {})  # type: ignore
-Turn.REQUIRES_ACTION = type("Turn.REQUIRES_ACTION", (Turn.REQUIRES_ACTION, Turn,), {})  # type: ignore
-Turn.PAUSED = type("Turn.PAUSED", (Turn.PAUSED, Turn,), {})  # type: ignore
-
-
-
-
-class _UniffiFfiConverterTypeTurn(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return Turn.IDLE(
-            )
-        if variant == 2:
-            return Turn.RUNNING(
-                _UniffiFfiConverterTypeActivity.read(buf),
-            )
-        if variant == 3:
-            return Turn.REQUIRES_ACTION(
-                _UniffiFfiConverterTypeActivity.read(buf),
-                _UniffiFfiConverterTypeNonZeroU32.read(buf),
-                _UniffiFfiConverterBoolean.read(buf),
-            )
-        if variant == 4:
-            return Turn.PAUSED(
-                _UniffiFfiConverterTypeActivity.read(buf),
-            )
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value.is_IDLE():
-            return
-        if value.is_RUNNING():
-            _UniffiFfiConverterTypeActivity.check_lower(value.activity)
-            return
-        if value.is_REQUIRES_ACTION():
-            _UniffiFfiConverterTypeActivity.check_lower(value.activity)
-            _UniffiFfiConverterTypeNonZeroU32.check_lower(value.open)
-            _UniffiFfiConverterBoolean.check_lower(value.paused)
-            return
-        if value.is_PAUSED():
-            _UniffiFfiConverterTypeActivity.check_lower(value.activity)
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value.is_IDLE():
-            buf.write_i32(1)
-        if value.is_RUNNING():
-            buf.write_i32(2)
-            _UniffiFfiConverterTypeActivity.write(value.activity, buf)
-        if value.is_REQUIRES_ACTION():
-            buf.write_i32(3)
-            _UniffiFfiConverterTypeActivity.write(value.activity, buf)
-            _UniffiFfiConverterTypeNonZeroU32.write(value.open, buf)
-            _UniffiFfiConverterBoolean.write(value.paused, buf)
-        if value.is_PAUSED():
-            buf.write_i32(4)
-            _UniffiFfiConverterTypeActivity.write(value.activity, buf)
-
-
-
-class _UniffiFfiConverterBytes(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        size = buf.read_i32()
-        if size < 0:
-            raise InternalError("Unexpected negative byte string length")
-        return buf.read(size)
-
-    @staticmethod
-    def check_lower(value):
-        try:
-            memoryview(value)
-        except TypeError:
-            raise TypeError("a bytes-like object is required, not {!r}".format(type(value).__name__))
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_i32(len(value))
-        buf.write(value)
-
-class _UniffiFfiConverterSequenceTypeHistoryEntry(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeHistoryEntry.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeHistoryEntry.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeHistoryEntry.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalTypeTurn(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeTurn.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeTurn.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeTurn.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
 
 class AgentCoreProtocol(typing.Protocol):
     """
     The agent-side core of one agent process (all its sessions), without I/O.
 """
     
-    def attach(self, connection: ConnId,role: ConnectionRole) -> None:
+    def attach(self, connection: str,role: bytes) -> None:
         """
-        Registers a connection with a role.
+        Registers a connection with a role (a `ConnectionRole`).
 """
         raise NotImplementedError
-    def attach_to_session(self, connection: ConnId,session_id: str) -> bool:
+    def attach_to_session(self, connection: str,session_id: str) -> bool:
         """
         Attaches a connection to a live session; `false` when the session is not live.
 """
         raise NotImplementedError
-    def attached(self, session_id: str) -> typing.List[ConnId]:
+    def attached(self, session_id: str) -> typing.List[str]:
         """
         The connections attached to a session.
 """
@@ -16462,14 +2398,14 @@ class AgentCoreProtocol(typing.Protocol):
         Creates an idle session with a chosen id; `false` when the id is taken.
 """
         raise NotImplementedError
-    def detach(self, connection: ConnId) -> None:
+    def detach(self, connection: str) -> None:
         """
         A connection went away: it is detached from every session, and the agent's requests only
         it could answer are answered `cancelled` (drain them with the next call's outputs, or
         call [`AgentCore::detach_and_drain`]).
 """
         raise NotImplementedError
-    def detach_and_drain(self, connection: ConnId) -> typing.List[Output]:
+    def detach_and_drain(self, connection: str) -> bytes:
         """
         Like [`AgentCore::detach`], returning the outputs it caused.
 """
@@ -16479,33 +2415,33 @@ class AgentCoreProtocol(typing.Protocol):
         Forgets a session and its history.
 """
         raise NotImplementedError
-    def handle_bytes(self, connection: ConnId,bytes: bytes) -> typing.List[Output]:
+    def handle_bytes(self, connection: str,bytes: bytes) -> bytes:
         """
         Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
         lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
         the next call. Returns every output, in order.
 """
         raise NotImplementedError
-    def handle_end(self, connection: ConnId) -> typing.List[Output]:
+    def handle_end(self, connection: str) -> bytes:
         """
         `connection`'s stream ended: a last line without a newline is applied. Returns every
         output, in order. Then call [`AgentCore::detach_and_drain`].
 """
         raise NotImplementedError
-    def handle_line(self, connection: ConnId,line: str) -> typing.List[Output]:
+    def handle_line(self, connection: str,line: str) -> bytes:
         """
         Applies one line from `connection`; returns every output it caused, in order.
 """
         raise NotImplementedError
-    def handle_text(self, connection: ConnId,lines: str) -> typing.List[Output]:
+    def handle_text(self, connection: str,lines: str) -> bytes:
         """
         Applies newline-separated lines given as one string (one crossing for many lines);
         returns every output, in order.
 """
         raise NotImplementedError
-    def history(self, session_id: str) -> typing.List[HistoryEntry]:
+    def history(self, session_id: str) -> bytes:
         """
-        The session's history (R-REPLAY-1), as stored.
+        The session's history (R-REPLAY-1), as stored (a list of `HistoryEntry`).
 """
         raise NotImplementedError
     def is_live(self, session_id: str) -> bool:
@@ -16513,14 +2449,14 @@ class AgentCoreProtocol(typing.Protocol):
         Whether the agent holds the session live (R-STATUS-1).
 """
         raise NotImplementedError
-    def mint_agent_message_id(self, ) -> MessageId:
+    def mint_agent_message_id(self, ) -> str:
         """
         A fresh id for an agent message or thought.
 """
         raise NotImplementedError
-    def pending(self, session_id: str) -> typing.List[PendingInject]:
+    def pending(self, session_id: str) -> bytes:
         """
-        The session's pending injects in delivery order.
+        The session's pending injects in delivery order (a list of `PendingInject`).
 """
         raise NotImplementedError
     def renew_every_ms(self, ) -> typing.Optional[int]:
@@ -16535,16 +2471,17 @@ class AgentCoreProtocol(typing.Protocol):
         host took one of its sessions over: stop serving, and let clients resume elsewhere.
 """
         raise NotImplementedError
-    def request_permission(self, session_id: str,ask: PermissionAsk) -> PermissionRequestSent:
+    def request_permission(self, session_id: str,ask: bytes) -> bytes:
         """
         Asks the session's controllers for permission (R-PERM-2): the core sends
         `session/request_permission` and returns its id with the outputs; the answer arrives
-        later as a `PermissionAnswered` action with that id.
+        later as a `PermissionAnswered` action with that id. `ask` is a `PermissionAsk`; the
+        result a `PermissionRequestSent`.
 """
         raise NotImplementedError
-    def runtime_event(self, session_id: str,event: RuntimeEvent) -> typing.List[Output]:
+    def runtime_event(self, session_id: str,event: bytes) -> bytes:
         """
-        Applies a runtime event of a session; returns every output it caused.
+        Applies a runtime event (a `RuntimeEvent`) of a session; returns every output it caused.
 """
         raise NotImplementedError
     def session_ids(self, ) -> typing.List[str]:
@@ -16557,9 +2494,9 @@ class AgentCoreProtocol(typing.Protocol):
         The live state as JSON, for [`AgentCore::restore`] (drain first).
 """
         raise NotImplementedError
-    def turn(self, session_id: str) -> typing.Optional[Turn]:
+    def turn(self, session_id: str) -> bytes:
         """
-        A live session's turn.
+        A live session's turn (an optional `TurnPhase`).
 """
         raise NotImplementedError
 
@@ -16569,17 +2506,17 @@ class AgentCore(AgentCoreProtocol):
 """
     
     _handle: ctypes.c_uint64
-    def __init__(self, config: AgentConfig):
+    def __init__(self, config: bytes):
         """
-        An agent keeping sessions in memory.
+        An agent keeping sessions in memory, configured by `config` (an `AgentConfig`).
 """
         
-        _UniffiFfiConverterTypeAgentConfig.check_lower(config)
+        _UniffiFfiConverterBytes.check_lower(config)
         _uniffi_lowered_args = (
-            _UniffiFfiConverterTypeAgentConfig.lower(config),
+            _UniffiFfiConverterBytes.lower(config),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeAgentCore.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_new,
@@ -16587,7 +2524,7 @@ class AgentCore(AgentCoreProtocol):
         )
         self._handle = _uniffi_ffi_result
     @classmethod
-    def open(cls, config: AgentConfig,path: str) -> AgentCore:
+    def open(cls, config: bytes,path: str) -> AgentCore:
         """
         An agent on a store at `path`: a SQLite file (created if missing), or a `postgres://`
         URL several agent hosts share. Its sessions outlive the process, and a new process
@@ -16595,15 +2532,15 @@ class AgentCore(AgentCoreProtocol):
         `renew_every_ms`.
 """
         
-        _UniffiFfiConverterTypeAgentConfig.check_lower(config)
+        _UniffiFfiConverterBytes.check_lower(config)
 
         _UniffiFfiConverterString.check_lower(path)
         _uniffi_lowered_args = (
-            _UniffiFfiConverterTypeAgentConfig.lower(config),
+            _UniffiFfiConverterBytes.lower(config),
             _UniffiFfiConverterString.lower(path),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeAgentCore.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_open,
@@ -16611,21 +2548,21 @@ class AgentCore(AgentCoreProtocol):
         )
         return cls._uniffi_make_instance(_uniffi_ffi_result)
     @classmethod
-    def restore(cls, config: AgentConfig,snapshot: str) -> AgentCore:
+    def restore(cls, config: bytes,snapshot: str) -> AgentCore:
         """
         An agent continuing from [`AgentCore::snapshot`] (history starts empty: it lives in a
         store, not in the snapshot).
 """
         
-        _UniffiFfiConverterTypeAgentConfig.check_lower(config)
+        _UniffiFfiConverterBytes.check_lower(config)
 
         _UniffiFfiConverterString.check_lower(snapshot)
         _uniffi_lowered_args = (
-            _UniffiFfiConverterTypeAgentConfig.lower(config),
+            _UniffiFfiConverterBytes.lower(config),
             _UniffiFfiConverterString.lower(snapshot),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeAgentCore.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_restore,
@@ -16650,49 +2587,49 @@ class AgentCore(AgentCoreProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def attach(self, connection: ConnId,role: ConnectionRole) -> None:
+    def attach(self, connection: str,role: bytes) -> None:
         """
-        Registers a connection with a role.
+        Registers a connection with a role (a `ConnectionRole`).
 """
         
-        _UniffiFfiConverterTypeConnId.check_lower(connection)
+        _UniffiFfiConverterString.check_lower(connection)
 
-        _UniffiFfiConverterTypeConnectionRole.check_lower(role)
+        _UniffiFfiConverterBytes.check_lower(role)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeConnId.lower(connection),
-            _UniffiFfiConverterTypeConnectionRole.lower(role),
+            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterBytes.lower(role),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def attach_to_session(self, connection: ConnId,session_id: str) -> bool:
+    def attach_to_session(self, connection: str,session_id: str) -> bool:
         """
         Attaches a connection to a live session; `false` when the session is not live.
 """
         
-        _UniffiFfiConverterTypeConnId.check_lower(connection)
+        _UniffiFfiConverterString.check_lower(connection)
 
         _UniffiFfiConverterString.check_lower(session_id)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeConnId.lower(connection),
+            _UniffiFfiConverterString.lower(connection),
             _UniffiFfiConverterString.lower(session_id),
         )
         _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def attached(self, session_id: str) -> typing.List[ConnId]:
+    def attached(self, session_id: str) -> typing.List[str]:
         """
         The connections attached to a session.
 """
@@ -16702,8 +2639,8 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeConnId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attached,
@@ -16724,45 +2661,45 @@ class AgentCore(AgentCoreProtocol):
             _UniffiFfiConverterString.lower(cwd),
         )
         _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def detach(self, connection: ConnId) -> None:
+    def detach(self, connection: str) -> None:
         """
         A connection went away: it is detached from every session, and the agent's requests only
         it could answer are answered `cancelled` (drain them with the next call's outputs, or
         call [`AgentCore::detach_and_drain`]).
 """
         
-        _UniffiFfiConverterTypeConnId.check_lower(connection)
+        _UniffiFfiConverterString.check_lower(connection)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeConnId.lower(connection),
+            _UniffiFfiConverterString.lower(connection),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def detach_and_drain(self, connection: ConnId) -> typing.List[Output]:
+    def detach_and_drain(self, connection: str) -> bytes:
         """
         Like [`AgentCore::detach`], returning the outputs it caused.
 """
         
-        _UniffiFfiConverterTypeConnId.check_lower(connection)
+        _UniffiFfiConverterString.check_lower(connection)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeConnId.lower(connection),
+            _UniffiFfiConverterString.lower(connection),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain,
@@ -16780,101 +2717,101 @@ class AgentCore(AgentCoreProtocol):
             _UniffiFfiConverterString.lower(session_id),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_forget_session,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_bytes(self, connection: ConnId,bytes: bytes) -> typing.List[Output]:
+    def handle_bytes(self, connection: str,bytes: bytes) -> bytes:
         """
         Feeds raw bytes from `connection` in any chunking (a read of its stream): complete
         lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
         the next call. Returns every output, in order.
 """
         
-        _UniffiFfiConverterTypeConnId.check_lower(connection)
+        _UniffiFfiConverterString.check_lower(connection)
 
-        _UniffiFfiConverterBytes.check_lower(bytes)
+        _UniffiFfiConverterByRefBytes.check_lower(bytes)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeConnId.lower(connection),
-            _UniffiFfiConverterBytes.lower(bytes),
+            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterByRefBytes.lower(bytes),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_end(self, connection: ConnId) -> typing.List[Output]:
+    def handle_end(self, connection: str) -> bytes:
         """
         `connection`'s stream ended: a last line without a newline is applied. Returns every
         output, in order. Then call [`AgentCore::detach_and_drain`].
 """
         
-        _UniffiFfiConverterTypeConnId.check_lower(connection)
+        _UniffiFfiConverterString.check_lower(connection)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeConnId.lower(connection),
+            _UniffiFfiConverterString.lower(connection),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_end,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_line(self, connection: ConnId,line: str) -> typing.List[Output]:
+    def handle_line(self, connection: str,line: str) -> bytes:
         """
         Applies one line from `connection`; returns every output it caused, in order.
 """
         
-        _UniffiFfiConverterTypeConnId.check_lower(connection)
+        _UniffiFfiConverterString.check_lower(connection)
 
         _UniffiFfiConverterString.check_lower(line)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeConnId.lower(connection),
+            _UniffiFfiConverterString.lower(connection),
             _UniffiFfiConverterString.lower(line),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_line,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def handle_text(self, connection: ConnId,lines: str) -> typing.List[Output]:
+    def handle_text(self, connection: str,lines: str) -> bytes:
         """
         Applies newline-separated lines given as one string (one crossing for many lines);
         returns every output, in order.
 """
         
-        _UniffiFfiConverterTypeConnId.check_lower(connection)
+        _UniffiFfiConverterString.check_lower(connection)
 
         _UniffiFfiConverterString.check_lower(lines)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeConnId.lower(connection),
+            _UniffiFfiConverterString.lower(connection),
             _UniffiFfiConverterString.lower(lines),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_text,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def history(self, session_id: str) -> typing.List[HistoryEntry]:
+    def history(self, session_id: str) -> bytes:
         """
-        The session's history (R-REPLAY-1), as stored.
+        The session's history (R-REPLAY-1), as stored (a list of `HistoryEntry`).
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -16882,8 +2819,8 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeHistoryEntry.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_history,
@@ -16901,31 +2838,31 @@ class AgentCore(AgentCoreProtocol):
             _UniffiFfiConverterString.lower(session_id),
         )
         _uniffi_lift_return = _UniffiFfiConverterBoolean.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_is_live,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def mint_agent_message_id(self, ) -> MessageId:
+    def mint_agent_message_id(self, ) -> str:
         """
         A fresh id for an agent message or thought.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeMessageId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def pending(self, session_id: str) -> typing.List[PendingInject]:
+    def pending(self, session_id: str) -> bytes:
         """
-        The session's pending injects in delivery order.
+        The session's pending injects in delivery order (a list of `PendingInject`).
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -16933,8 +2870,8 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypePendingInject.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending,
@@ -16950,7 +2887,7 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = _UniffiFfiConverterOptionalUInt64.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms,
@@ -16966,51 +2903,52 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def request_permission(self, session_id: str,ask: PermissionAsk) -> PermissionRequestSent:
+    def request_permission(self, session_id: str,ask: bytes) -> bytes:
         """
         Asks the session's controllers for permission (R-PERM-2): the core sends
         `session/request_permission` and returns its id with the outputs; the answer arrives
-        later as a `PermissionAnswered` action with that id.
+        later as a `PermissionAnswered` action with that id. `ask` is a `PermissionAsk`; the
+        result a `PermissionRequestSent`.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
 
-        _UniffiFfiConverterTypePermissionAsk.check_lower(ask)
+        _UniffiFfiConverterBytes.check_lower(ask)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterTypePermissionAsk.lower(ask),
+            _UniffiFfiConverterBytes.lower(ask),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypePermissionRequestSent.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_request_permission,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def runtime_event(self, session_id: str,event: RuntimeEvent) -> typing.List[Output]:
+    def runtime_event(self, session_id: str,event: bytes) -> bytes:
         """
-        Applies a runtime event of a session; returns every output it caused.
+        Applies a runtime event (a `RuntimeEvent`) of a session; returns every output it caused.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
 
-        _UniffiFfiConverterTypeRuntimeEvent.check_lower(event)
+        _UniffiFfiConverterBytes.check_lower(event)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterTypeRuntimeEvent.lower(event),
+            _UniffiFfiConverterBytes.lower(event),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeOutput.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event,
@@ -17025,7 +2963,7 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_session_ids,
@@ -17040,16 +2978,16 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = _UniffiFfiConverterString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_snapshot,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def turn(self, session_id: str) -> typing.Optional[Turn]:
+    def turn(self, session_id: str) -> bytes:
         """
-        A live session's turn.
+        A live session's turn (an optional `TurnPhase`).
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -17057,8 +2995,8 @@ class AgentCore(AgentCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeTurn.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_turn,
@@ -17095,15 +3033,41 @@ class _UniffiFfiConverterTypeAgentCore:
     def write(cls, value: AgentCore, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
 
+class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 
 class TurnContextProtocol(typing.Protocol):
     """
     What a running turn can do.
 """
     
-    def break_point(self, kind: BreakPoint) -> typing.List[UserInput]:
+    def break_point(self, kind: bytes) -> bytes:
         """
-        A safe break-point: pending steers are delivered and returned for the model.
+        A safe break-point (a `BreakPoint`): pending steers are delivered and returned for the
+        model (a list of `UserInput`).
 """
         raise NotImplementedError
     async def cancelled(self, ) -> None:
@@ -17111,7 +3075,7 @@ class TurnContextProtocol(typing.Protocol):
         Waits until the client cancels the turn.
 """
         raise NotImplementedError
-    def clear_message(self, message_id: MessageId) -> None:
+    def clear_message(self, message_id: str) -> None:
         """
         Clears what was streamed so far for an agent message.
 """
@@ -17136,7 +3100,7 @@ class TurnContextProtocol(typing.Protocol):
         Whether the client cancelled the turn.
 """
         raise NotImplementedError
-    def new_message_id(self, ) -> MessageId:
+    def new_message_id(self, ) -> str:
         """
         A fresh id for an agent message or thought.
 """
@@ -17146,12 +3110,13 @@ class TurnContextProtocol(typing.Protocol):
         A model-process pause began.
 """
         raise NotImplementedError
-    async def request_permission(self, title: str,description: typing.Optional[str],options: typing.List[PermissionOption],tool_call_id: typing.Union[object, typing.Optional[str]] = _DEFAULT) -> RequestPermissionOutcome:
+    async def request_permission(self, title: str,description: typing.Optional[str],options: bytes,tool_call_id: typing.Optional[str]) -> bytes:
         """
         Asks the user for permission; `requires_action` until answered (a cancel answers
         `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
         `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
         request's `toolCall`); without, v1 clients get a tool call named after the request.
+        `options` is a list of `PermissionOption`; the result a `RequestPermissionOutcome`.
 """
         raise NotImplementedError
     def resumed(self, ) -> None:
@@ -17159,12 +3124,13 @@ class TurnContextProtocol(typing.Protocol):
         The pause cleared.
 """
         raise NotImplementedError
-    def send(self, update: SessionUpdate) -> None:
+    def send(self, update: bytes) -> None:
         """
-        Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+        Sends one of the runtime's own updates (a `SessionUpdate`: chunks, upserts, tool calls,
+        plan, usage, …).
 """
         raise NotImplementedError
-    def send_text(self, message_id: MessageId,text: str) -> None:
+    def send_text(self, message_id: str,text: str) -> None:
         """
         Streams a piece of text of an agent message.
 """
@@ -17212,18 +3178,19 @@ class TurnContext(TurnContextProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def break_point(self, kind: BreakPoint) -> typing.List[UserInput]:
+    def break_point(self, kind: bytes) -> bytes:
         """
-        A safe break-point: pending steers are delivered and returned for the model.
+        A safe break-point (a `BreakPoint`): pending steers are delivered and returned for the
+        model (a list of `UserInput`).
 """
         
-        _UniffiFfiConverterTypeBreakPoint.check_lower(kind)
+        _UniffiFfiConverterBytes.check_lower(kind)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeBreakPoint.lower(kind),
+            _UniffiFfiConverterBytes.lower(kind),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeUserInput.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_break_point,
@@ -17247,18 +3214,18 @@ class TurnContext(TurnContextProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    def clear_message(self, message_id: MessageId) -> None:
+    def clear_message(self, message_id: str) -> None:
         """
         Clears what was streamed so far for an agent message.
 """
         
-        _UniffiFfiConverterTypeMessageId.check_lower(message_id)
+        _UniffiFfiConverterString.check_lower(message_id)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeMessageId.lower(message_id),
+            _UniffiFfiConverterString.lower(message_id),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_clear_message,
@@ -17327,14 +3294,14 @@ class TurnContext(TurnContextProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def new_message_id(self, ) -> MessageId:
+    def new_message_id(self, ) -> str:
         """
         A fresh id for an agent message or thought.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeMessageId.lift
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
         _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -17350,39 +3317,38 @@ class TurnContext(TurnContextProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_paused,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    async def request_permission(self, title: str,description: typing.Optional[str],options: typing.List[PermissionOption],tool_call_id: typing.Union[object, typing.Optional[str]] = _DEFAULT) -> RequestPermissionOutcome:
+    async def request_permission(self, title: str,description: typing.Optional[str],options: bytes,tool_call_id: typing.Optional[str]) -> bytes:
         """
         Asks the user for permission; `requires_action` until answered (a cancel answers
         `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
         `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
         request's `toolCall`); without, v1 clients get a tool call named after the request.
+        `options` is a list of `PermissionOption`; the result a `RequestPermissionOutcome`.
 """
         
         _UniffiFfiConverterString.check_lower(title)
 
         _UniffiFfiConverterOptionalString.check_lower(description)
 
-        _UniffiFfiConverterSequenceTypePermissionOption.check_lower(options)
+        _UniffiFfiConverterBytes.check_lower(options)
 
-        if tool_call_id is _DEFAULT:
-            tool_call_id = None
         _UniffiFfiConverterOptionalString.check_lower(tool_call_id)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(title),
             _UniffiFfiConverterOptionalString.lower(description),
-            _UniffiFfiConverterSequenceTypePermissionOption.lower(options),
+            _UniffiFfiConverterBytes.lower(options),
             _UniffiFfiConverterOptionalString.lower(tool_call_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestPermissionOutcome.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -17399,46 +3365,47 @@ class TurnContext(TurnContextProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_resumed,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def send(self, update: SessionUpdate) -> None:
+    def send(self, update: bytes) -> None:
         """
-        Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+        Sends one of the runtime's own updates (a `SessionUpdate`: chunks, upserts, tool calls,
+        plan, usage, …).
 """
         
-        _UniffiFfiConverterTypeSessionUpdate.check_lower(update)
+        _UniffiFfiConverterBytes.check_lower(update)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeSessionUpdate.lower(update),
+            _UniffiFfiConverterBytes.lower(update),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def send_text(self, message_id: MessageId,text: str) -> None:
+    def send_text(self, message_id: str,text: str) -> None:
         """
         Streams a piece of text of an agent message.
 """
         
-        _UniffiFfiConverterTypeMessageId.check_lower(message_id)
+        _UniffiFfiConverterString.check_lower(message_id)
 
         _UniffiFfiConverterString.check_lower(text)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeMessageId.lower(message_id),
+            _UniffiFfiConverterString.lower(message_id),
             _UniffiFfiConverterString.lower(text),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send_text,
@@ -17468,7 +3435,7 @@ class TurnContext(TurnContextProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished,
@@ -17483,7 +3450,7 @@ class TurnContext(TurnContextProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_started,
@@ -17523,35 +3490,36 @@ class _UniffiFfiConverterTypeTurnContext:
 
 class AgentRuntime():
     """
-    What an agent author implements (the thin layer of each language gives defaults for the
-    optional methods).
+    What an agent author implements (each language's layer implements it over the author's
+    own agent class, with defaults for the optional methods). Values cross encoded.
 """
     
-    async def run_turn(self, turn: TurnContext,input: typing.List[UserInput]) -> TurnEnd:
+    async def run_turn(self, turn: TurnContext,input: bytes) -> bytes:
         """
-        Runs one turn whose opening input is `input` (empty when the runtime started it).
+        Runs one turn whose opening input is `input` (a list of `UserInput`; empty when the
+        runtime started it); returns how it ended (a `TurnEnd`).
 """
         raise NotImplementedError
-    async def session_opened(self, session_id: str,setup: SessionSetup) -> None:
+    async def session_opened(self, session_id: str,setup: bytes) -> None:
         """
-        A client created a session.
+        A client created a session (`setup` is a `SessionSetup`).
 """
         raise NotImplementedError
-    async def session_resumed(self, session_id: str,setup: SessionSetup) -> None:
+    async def session_resumed(self, session_id: str,setup: bytes) -> None:
         """
         A client resumed a session (its history was already replayed).
 """
         raise NotImplementedError
-    async def session_closed(self, session_id: str,dropped: typing.List[PendingInject]) -> None:
+    async def session_closed(self, session_id: str,dropped: bytes) -> None:
         """
-        The session was closed; `dropped` were pending (never delivered).
+        The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
 """
         raise NotImplementedError
 
 class AgentRuntimeImpl(AgentRuntime):
     """
-    What an agent author implements (the thin layer of each language gives defaults for the
-    optional methods).
+    What an agent author implements (each language's layer implements it over the author's
+    own agent class, with defaults for the optional methods). Values cross encoded.
 """
     
     _handle: ctypes.c_uint64
@@ -17576,21 +3544,22 @@ class AgentRuntimeImpl(AgentRuntime):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    async def run_turn(self, turn: TurnContext,input: typing.List[UserInput]) -> TurnEnd:
+    async def run_turn(self, turn: TurnContext,input: bytes) -> bytes:
         """
-        Runs one turn whose opening input is `input` (empty when the runtime started it).
+        Runs one turn whose opening input is `input` (a list of `UserInput`; empty when the
+        runtime started it); returns how it ended (a `TurnEnd`).
 """
         
         _UniffiFfiConverterTypeTurnContext.check_lower(turn)
 
-        _UniffiFfiConverterSequenceTypeUserInput.check_lower(input)
+        _UniffiFfiConverterBytes.check_lower(input)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterTypeTurnContext.lower(turn),
-            _UniffiFfiConverterSequenceTypeUserInput.lower(input),
+            _UniffiFfiConverterBytes.lower(input),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeTurnEnd.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -17599,21 +3568,21 @@ class AgentRuntimeImpl(AgentRuntime):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    async def session_opened(self, session_id: str,setup: SessionSetup) -> None:
+    async def session_opened(self, session_id: str,setup: bytes) -> None:
         """
-        A client created a session.
+        A client created a session (`setup` is a `SessionSetup`).
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
 
-        _UniffiFfiConverterTypeSessionSetup.check_lower(setup)
+        _UniffiFfiConverterBytes.check_lower(setup)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterTypeSessionSetup.lower(setup),
+            _UniffiFfiConverterBytes.lower(setup),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -17622,21 +3591,21 @@ class AgentRuntimeImpl(AgentRuntime):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    async def session_resumed(self, session_id: str,setup: SessionSetup) -> None:
+    async def session_resumed(self, session_id: str,setup: bytes) -> None:
         """
         A client resumed a session (its history was already replayed).
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
 
-        _UniffiFfiConverterTypeSessionSetup.check_lower(setup)
+        _UniffiFfiConverterBytes.check_lower(setup)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterTypeSessionSetup.lower(setup),
+            _UniffiFfiConverterBytes.lower(setup),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -17645,21 +3614,21 @@ class AgentRuntimeImpl(AgentRuntime):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    async def session_closed(self, session_id: str,dropped: typing.List[PendingInject]) -> None:
+    async def session_closed(self, session_id: str,dropped: bytes) -> None:
         """
-        The session was closed; `dropped` were pending (never delivered).
+        The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
 
-        _UniffiFfiConverterSequenceTypePendingInject.check_lower(dropped)
+        _UniffiFfiConverterBytes.check_lower(dropped)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterSequenceTypePendingInject.lower(dropped),
+            _UniffiFfiConverterBytes.lower(dropped),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -17687,14 +3656,14 @@ class _UniffiTraitImplAgentRuntimeImpl:
         ):
         uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
         def make_call():
-            uniffi_args = (_UniffiFfiConverterTypeTurnContext.lift(turn), _UniffiFfiConverterSequenceTypeUserInput.lift(input), )
+            uniffi_args = (_UniffiFfiConverterTypeTurnContext.lift(turn), _UniffiFfiConverterBytes.lift(input), )
             uniffi_method = uniffi_obj.run_turn
             return uniffi_method(*uniffi_args)
         def handle_success(return_value):
             uniffi_future_callback(
                 uniffi_callback_data,
                 _UniffiForeignFutureResultRustBuffer(
-                    _UniffiFfiConverterTypeTurnEnd.lower(return_value),
+                    _UniffiFfiConverterBytes.lower(return_value),
                     _UniffiRustCallStatus.default()
                 )
             )
@@ -17712,8 +3681,8 @@ class _UniffiTraitImplAgentRuntimeImpl:
             uniffi_out_dropped_callback,
             handle_success,
             handle_error,
-            AcpError,
-            _UniffiFfiConverterTypeAcpError.lower,
+            FfiError,
+            _UniffiFfiConverterTypeFfiError.lower,
         )
 
     @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD1
@@ -17727,7 +3696,7 @@ class _UniffiTraitImplAgentRuntimeImpl:
         ):
         uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
         def make_call():
-            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterTypeSessionSetup.lift(setup), )
+            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterBytes.lift(setup), )
             uniffi_method = uniffi_obj.session_opened
             return uniffi_method(*uniffi_args)
         def handle_success(return_value):
@@ -17750,8 +3719,8 @@ class _UniffiTraitImplAgentRuntimeImpl:
             uniffi_out_dropped_callback,
             handle_success,
             handle_error,
-            AcpError,
-            _UniffiFfiConverterTypeAcpError.lower,
+            FfiError,
+            _UniffiFfiConverterTypeFfiError.lower,
         )
 
     @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD2
@@ -17765,7 +3734,7 @@ class _UniffiTraitImplAgentRuntimeImpl:
         ):
         uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
         def make_call():
-            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterTypeSessionSetup.lift(setup), )
+            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterBytes.lift(setup), )
             uniffi_method = uniffi_obj.session_resumed
             return uniffi_method(*uniffi_args)
         def handle_success(return_value):
@@ -17788,8 +3757,8 @@ class _UniffiTraitImplAgentRuntimeImpl:
             uniffi_out_dropped_callback,
             handle_success,
             handle_error,
-            AcpError,
-            _UniffiFfiConverterTypeAcpError.lower,
+            FfiError,
+            _UniffiFfiConverterTypeFfiError.lower,
         )
 
     @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD3
@@ -17803,7 +3772,7 @@ class _UniffiTraitImplAgentRuntimeImpl:
         ):
         uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
         def make_call():
-            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterSequenceTypePendingInject.lift(dropped), )
+            uniffi_args = (_UniffiFfiConverterString.lift(session_id), _UniffiFfiConverterBytes.lift(dropped), )
             uniffi_method = uniffi_obj.session_closed
             return uniffi_method(*uniffi_args)
         def handle_success(return_value):
@@ -17826,8 +3795,8 @@ class _UniffiTraitImplAgentRuntimeImpl:
             uniffi_out_dropped_callback,
             handle_success,
             handle_error,
-            AcpError,
-            _UniffiFfiConverterTypeAcpError.lower,
+            FfiError,
+            _UniffiFfiConverterTypeFfiError.lower,
         )
 
     @_UNIFFI_CALLBACK_INTERFACE_FREE_ACP_INJECT_FFI_AGENT_RUNTIME
@@ -17946,26 +3915,26 @@ class AgentServer(AgentServerProtocol):
 """
     
     _handle: ctypes.c_uint64
-    def __init__(self, runtime: AgentRuntime,config: AgentConfig,store_path: typing.Optional[str]):
+    def __init__(self, runtime: AgentRuntime,config: bytes,store_path: typing.Optional[str]):
         """
-        Builds the agent around `runtime`; with `store_path`, sessions live in that store and
-        outlive the process: a SQLite file's path, or a `postgres://` URL that several agent
-        hosts share (`acp_inject_store::open` describes its `acp_host` and `acp_lease_ms`
-        parameters).
+        Builds the agent around `runtime`, configured by `config` (an `AgentConfig`); with
+        `store_path`, sessions live in that store and outlive the process: a SQLite file's path,
+        or a `postgres://` URL that several agent hosts share (`acp_inject_store::open`
+        describes its `acp_host` and `acp_lease_ms` parameters).
 """
         
         _UniffiFfiConverterTypeAgentRuntime.check_lower(runtime)
 
-        _UniffiFfiConverterTypeAgentConfig.check_lower(config)
+        _UniffiFfiConverterBytes.check_lower(config)
 
         _UniffiFfiConverterOptionalString.check_lower(store_path)
         _uniffi_lowered_args = (
             _UniffiFfiConverterTypeAgentRuntime.lower(runtime),
-            _UniffiFfiConverterTypeAgentConfig.lower(config),
+            _UniffiFfiConverterBytes.lower(config),
             _UniffiFfiConverterOptionalString.lower(store_path),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeAgentServer.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentserver_new,
@@ -18001,7 +3970,7 @@ class AgentServer(AgentServerProtocol):
             _UniffiFfiConverterString.lower(session_id),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session,
@@ -18030,7 +3999,7 @@ class AgentServer(AgentServerProtocol):
             _UniffiFfiConverterSequenceString.lower(allowed_origins),
         )
         _uniffi_lift_return = _UniffiFfiConverterString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -18047,7 +4016,7 @@ class AgentServer(AgentServerProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -18100,7 +4069,7 @@ class AgentServer(AgentServerProtocol):
             _UniffiFfiConverterString.lower(session_id),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn,
@@ -18118,7 +4087,7 @@ class AgentServer(AgentServerProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_stopped(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -18157,78 +4126,18 @@ class _UniffiFfiConverterTypeAgentServer:
     def write(cls, value: AgentServer, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
 
-class _UniffiFfiConverterSequenceTypeEvent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeEvent.check_lower(item)
+class _UniffiFfiConverterUInt16(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "u16"
+    VALUE_MIN = 0
+    VALUE_MAX = 2**16
 
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeEvent.write(item, buf)
+    @staticmethod
+    def read(buf):
+        return buf.read_u16()
 
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeEvent.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalTypeItemStatus(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeItemStatus.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeItemStatus.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeItemStatus.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterOptionalTypeMirrorSnapshot(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeMirrorSnapshot.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeMirrorSnapshot.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeMirrorSnapshot.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
+    @staticmethod
+    def write(value, buf):
+        buf.write_u16(value)
 
 
 class ClientCoreProtocol(typing.Protocol):
@@ -18237,23 +4146,24 @@ class ClientCoreProtocol(typing.Protocol):
     produce events.
 """
     
-    def answer_permission(self, request: RequestId,outcome: RequestPermissionOutcome) -> None:
+    def answer_permission(self, request: bytes,outcome: bytes) -> None:
         """
-        Answers an open `session/request_permission`.
+        Answers the open `session/request_permission` `request` (a `RequestId`) with `outcome`
+        (a `RequestPermissionOutcome`).
 """
         raise NotImplementedError
-    def assume_agent(self, protocol_version: int,inject: typing.Optional[InjectCapabilities]) -> None:
+    def assume_agent(self, protocol_version: int,inject: bytes) -> None:
         """
-        Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
-        `initialize`. A version 1 agent takes no injects: this client holds queued messages
-        for it (C-HELD-1).
+        Takes the agent's protocol version (1 or 2) and inject capabilities (an optional
+        `InjectCapabilities`) as known, without `initialize`. A version 1 agent takes no
+        injects: this client holds queued messages for it (C-HELD-1).
 """
         raise NotImplementedError
-    def assume_capabilities(self, inject: typing.Optional[InjectCapabilities]) -> None:
+    def assume_capabilities(self, inject: bytes) -> None:
         """
-        Takes the agent's inject capabilities as known, without `initialize`. They are taken as
-        an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
-        as ACP PR #2043 allows).
+        Takes the agent's inject capabilities (an optional `InjectCapabilities`) as known,
+        without `initialize`, tolerantly as an `initialize` answer's (a `steer` without
+        `steerInStream` is accepted, as ACP PR #2043 allows).
 """
         raise NotImplementedError
     def cancel(self, session_id: str) -> None:
@@ -18261,21 +4171,19 @@ class ClientCoreProtocol(typing.Protocol):
         `session/cancel`.
 """
         raise NotImplementedError
-    def close(self, session_id: str) -> RequestId:
+    def close(self, session_id: str) -> bytes:
         """
-        `session/close`.
+        `session/close`; the request's id.
 """
         raise NotImplementedError
-    def feed(self, bytes: bytes) -> typing.List[Event]:
+    def feed(self, bytes: bytes) -> bytes:
         """
-        Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
-        Rust buffer first: the cheapest call for a reader that hands over each line (or read)
-        as it comes, e.g. Python's `bytes` from `readline()`.
+        Applies bytes the agent wrote, in any chunking; the events (a list of `Event`).
 """
         raise NotImplementedError
-    def finish(self, ) -> typing.List[Event]:
+    def finish(self, ) -> bytes:
         """
-        The agent's output ended: a last line without a newline is still read.
+        The agent's output ended: a last line without a newline is still read. The events.
 """
         raise NotImplementedError
     def ignored_lines(self, ) -> int:
@@ -18283,19 +4191,21 @@ class ClientCoreProtocol(typing.Protocol):
         Lines dropped (malformed, oversized, answers to no request), counted.
 """
         raise NotImplementedError
-    def initialize(self, client: Implementation,pending_updates: bool) -> RequestId:
+    def initialize(self, client: bytes,pending_updates: bool) -> bytes:
         """
-        `initialize`; `pending_updates` opts into the pending-list extension.
+        `initialize` as `client` (an `Implementation`); `pending_updates` opts into the
+        pending-list extension. The request's id (a `RequestId`).
 """
         raise NotImplementedError
-    def inject(self, session_id: str,mode: InjectMode,content: typing.List[ContentBlock]) -> RequestId:
+    def inject(self, session_id: str,mode: bytes,content: bytes) -> bytes:
         """
-        `session/inject`.
+        `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`);
+        the request's id.
 """
         raise NotImplementedError
-    def item_status(self, session_id: str,message_id: str) -> typing.Optional[ItemStatus]:
+    def item_status(self, session_id: str,message_id: str) -> bytes:
         """
-        The status of one of this client's items.
+        The status of one of this client's items (an optional `ItemStatus`).
 """
         raise NotImplementedError
     def line_port(self, ) -> int:
@@ -18306,9 +4216,9 @@ class ClientCoreProtocol(typing.Protocol):
         `acp_inject_line_port_free(port)`, which must be called exactly once.
 """
         raise NotImplementedError
-    def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> RequestId:
+    def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> bytes:
         """
-        `session/list`.
+        `session/list`; the request's id.
 """
         raise NotImplementedError
     def mirror_json(self, session_id: str) -> typing.Optional[str]:
@@ -18316,9 +4226,9 @@ class ClientCoreProtocol(typing.Protocol):
         A session's mirror as JSON, for an app that restarts without resuming.
 """
         raise NotImplementedError
-    def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: typing.List[McpServer]) -> RequestId:
+    def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: bytes) -> bytes:
         """
-        `session/new`.
+        `session/new` with `mcp_servers` (a list of `McpServer`); the request's id.
 """
         raise NotImplementedError
     def open_session(self, session_id: str,mirror_json: typing.Optional[str]) -> None:
@@ -18326,9 +4236,9 @@ class ClientCoreProtocol(typing.Protocol):
         Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
 """
         raise NotImplementedError
-    def prompt(self, session_id: str,content: typing.List[ContentBlock]) -> RequestId:
+    def prompt(self, session_id: str,content: bytes) -> bytes:
         """
-        `session/prompt`.
+        `session/prompt` of `content` (a list of `ContentBlock`); the request's id.
 """
         raise NotImplementedError
     def protocol_version(self, ) -> int:
@@ -18336,55 +4246,48 @@ class ClientCoreProtocol(typing.Protocol):
         The protocol version `initialize` settled (2 until an agent answers 1).
 """
         raise NotImplementedError
-    def receive(self, line: str) -> typing.List[Event]:
+    def receive(self, line: str) -> bytes:
         """
-        Applies one line from the agent and returns the events it caused (the per-line path:
-        one crossing per line).
+        Applies one line from the agent; the events it caused (a list of `Event`).
 """
         raise NotImplementedError
-    def receive_bytes(self, bytes: bytes) -> typing.List[Event]:
+    def receive_text(self, text: str) -> bytes:
         """
-        Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
-        path: one crossing per read).
+        Like [`ClientCore::feed`] for text (a string crosses as one copy).
 """
         raise NotImplementedError
-    def receive_text(self, text: str) -> typing.List[Event]:
+    def replace(self, session_id: str,message_id: str,content: bytes) -> bytes:
         """
-        Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+        `session/replace_inject` with `content` (a list of `ContentBlock`); the request's id.
 """
         raise NotImplementedError
-    def replace(self, session_id: str,message_id: str,content: typing.List[ContentBlock]) -> RequestId:
+    def resume(self, session_id: str,cwd: str,replay: bool) -> bytes:
         """
-        `session/replace_inject`.
+        `session/resume`; the request's id.
 """
         raise NotImplementedError
-    def resume(self, session_id: str,cwd: str,replay: bool) -> RequestId:
+    def revoke(self, session_id: str,message_id: str) -> bytes:
         """
-        `session/resume`.
+        `session/revoke_inject`; the request's id.
 """
         raise NotImplementedError
-    def revoke(self, session_id: str,message_id: str) -> RequestId:
+    def set_steer_fallback(self, fallback: bytes) -> None:
         """
-        `session/revoke_inject`.
+        What to do with a steer when the agent takes no injects (an optional `SteerFallback`,
+        C-HELD-3); absent refuses it with `CallRejected.SteerNotSupported`.
 """
         raise NotImplementedError
-    def set_steer_fallback(self, fallback: typing.Optional[SteerFallback]) -> None:
+    def snapshot(self, session_id: str) -> bytes:
         """
-        What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
-        with `CallRejected.SteerNotSupported`.
+        Everything a UI renders for a session (an optional `MirrorSnapshot`).
 """
         raise NotImplementedError
-    def snapshot(self, session_id: str) -> typing.Optional[MirrorSnapshot]:
+    def status(self, session_id: str) -> bytes:
         """
-        Everything a UI renders for a session.
+        `session/status`; the request's id.
 """
         raise NotImplementedError
-    def status(self, session_id: str) -> RequestId:
-        """
-        `session/status`.
-"""
-        raise NotImplementedError
-    def take_events(self, ) -> typing.List[Event]:
+    def take_events(self, ) -> bytes:
         """
         Every event not yet returned (calls queue events too: an item is `sending`).
 """
@@ -18437,64 +4340,65 @@ class ClientCore(ClientCoreProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def answer_permission(self, request: RequestId,outcome: RequestPermissionOutcome) -> None:
+    def answer_permission(self, request: bytes,outcome: bytes) -> None:
         """
-        Answers an open `session/request_permission`.
+        Answers the open `session/request_permission` `request` (a `RequestId`) with `outcome`
+        (a `RequestPermissionOutcome`).
 """
         
-        _UniffiFfiConverterTypeRequestId.check_lower(request)
+        _UniffiFfiConverterBytes.check_lower(request)
 
-        _UniffiFfiConverterTypeRequestPermissionOutcome.check_lower(outcome)
+        _UniffiFfiConverterBytes.check_lower(outcome)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeRequestId.lower(request),
-            _UniffiFfiConverterTypeRequestPermissionOutcome.lower(outcome),
+            _UniffiFfiConverterBytes.lower(request),
+            _UniffiFfiConverterBytes.lower(outcome),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def assume_agent(self, protocol_version: int,inject: typing.Optional[InjectCapabilities]) -> None:
+    def assume_agent(self, protocol_version: int,inject: bytes) -> None:
         """
-        Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
-        `initialize`. A version 1 agent takes no injects: this client holds queued messages
-        for it (C-HELD-1).
+        Takes the agent's protocol version (1 or 2) and inject capabilities (an optional
+        `InjectCapabilities`) as known, without `initialize`. A version 1 agent takes no
+        injects: this client holds queued messages for it (C-HELD-1).
 """
         
         _UniffiFfiConverterUInt16.check_lower(protocol_version)
 
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(inject)
+        _UniffiFfiConverterBytes.check_lower(inject)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterUInt16.lower(protocol_version),
-            _UniffiFfiConverterOptionalTypeInjectCapabilities.lower(inject),
+            _UniffiFfiConverterBytes.lower(inject),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def assume_capabilities(self, inject: typing.Optional[InjectCapabilities]) -> None:
+    def assume_capabilities(self, inject: bytes) -> None:
         """
-        Takes the agent's inject capabilities as known, without `initialize`. They are taken as
-        an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
-        as ACP PR #2043 allows).
+        Takes the agent's inject capabilities (an optional `InjectCapabilities`) as known,
+        without `initialize`, tolerantly as an `initialize` answer's (a `steer` without
+        `steerInStream` is accepted, as ACP PR #2043 allows).
 """
         
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(inject)
+        _UniffiFfiConverterBytes.check_lower(inject)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalTypeInjectCapabilities.lower(inject),
+            _UniffiFfiConverterBytes.lower(inject),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities,
@@ -18512,16 +4416,16 @@ class ClientCore(ClientCoreProtocol):
             _UniffiFfiConverterString.lower(session_id),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_cancel,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def close(self, session_id: str) -> RequestId:
+    def close(self, session_id: str) -> bytes:
         """
-        `session/close`.
+        `session/close`; the request's id.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -18529,19 +4433,17 @@ class ClientCore(ClientCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def feed(self, bytes: bytes) -> typing.List[Event]:
+    def feed(self, bytes: bytes) -> bytes:
         """
-        Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
-        Rust buffer first: the cheapest call for a reader that hands over each line (or read)
-        as it comes, e.g. Python's `bytes` from `readline()`.
+        Applies bytes the agent wrote, in any chunking; the events (a list of `Event`).
 """
         
         _UniffiFfiConverterByRefBytes.check_lower(bytes)
@@ -18549,23 +4451,23 @@ class ClientCore(ClientCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterByRefBytes.lower(bytes),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_feed,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def finish(self, ) -> typing.List[Event]:
+    def finish(self, ) -> bytes:
         """
-        The agent's output ended: a last line without a newline is still read.
+        The agent's output ended: a last line without a newline is still read. The events.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_finish,
@@ -18580,61 +4482,63 @@ class ClientCore(ClientCoreProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = _UniffiFfiConverterUInt64.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def initialize(self, client: Implementation,pending_updates: bool) -> RequestId:
+    def initialize(self, client: bytes,pending_updates: bool) -> bytes:
         """
-        `initialize`; `pending_updates` opts into the pending-list extension.
+        `initialize` as `client` (an `Implementation`); `pending_updates` opts into the
+        pending-list extension. The request's id (a `RequestId`).
 """
         
-        _UniffiFfiConverterTypeImplementation.check_lower(client)
+        _UniffiFfiConverterBytes.check_lower(client)
 
         _UniffiFfiConverterBoolean.check_lower(pending_updates)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeImplementation.lower(client),
+            _UniffiFfiConverterBytes.lower(client),
             _UniffiFfiConverterBoolean.lower(pending_updates),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_initialize,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def inject(self, session_id: str,mode: InjectMode,content: typing.List[ContentBlock]) -> RequestId:
+    def inject(self, session_id: str,mode: bytes,content: bytes) -> bytes:
         """
-        `session/inject`.
+        `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`);
+        the request's id.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
 
-        _UniffiFfiConverterTypeInjectMode.check_lower(mode)
+        _UniffiFfiConverterBytes.check_lower(mode)
 
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _UniffiFfiConverterBytes.check_lower(content)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterTypeInjectMode.lower(mode),
-            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+            _UniffiFfiConverterBytes.lower(mode),
+            _UniffiFfiConverterBytes.lower(content),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_inject,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def item_status(self, session_id: str,message_id: str) -> typing.Optional[ItemStatus]:
+    def item_status(self, session_id: str,message_id: str) -> bytes:
         """
-        The status of one of this client's items.
+        The status of one of this client's items (an optional `ItemStatus`).
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -18645,8 +4549,8 @@ class ClientCore(ClientCoreProtocol):
             _UniffiFfiConverterString.lower(session_id),
             _UniffiFfiConverterString.lower(message_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeItemStatus.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status,
@@ -18671,9 +4575,9 @@ class ClientCore(ClientCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> RequestId:
+    def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> bytes:
         """
-        `session/list`.
+        `session/list`; the request's id.
 """
         
         _UniffiFfiConverterOptionalString.check_lower(cwd)
@@ -18684,8 +4588,8 @@ class ClientCore(ClientCoreProtocol):
             _UniffiFfiConverterOptionalString.lower(cwd),
             _UniffiFfiConverterOptionalString.lower(cursor),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions,
@@ -18703,31 +4607,31 @@ class ClientCore(ClientCoreProtocol):
             _UniffiFfiConverterString.lower(session_id),
         )
         _uniffi_lift_return = _UniffiFfiConverterOptionalString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: typing.List[McpServer]) -> RequestId:
+    def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: bytes) -> bytes:
         """
-        `session/new`.
+        `session/new` with `mcp_servers` (a list of `McpServer`); the request's id.
 """
         
         _UniffiFfiConverterString.check_lower(cwd)
 
         _UniffiFfiConverterSequenceString.check_lower(additional_directories)
 
-        _UniffiFfiConverterSequenceTypeMcpServer.check_lower(mcp_servers)
+        _UniffiFfiConverterBytes.check_lower(mcp_servers)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(cwd),
             _UniffiFfiConverterSequenceString.lower(additional_directories),
-            _UniffiFfiConverterSequenceTypeMcpServer.lower(mcp_servers),
+            _UniffiFfiConverterBytes.lower(mcp_servers),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_new_session,
@@ -18748,28 +4652,28 @@ class ClientCore(ClientCoreProtocol):
             _UniffiFfiConverterOptionalString.lower(mirror_json),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_open_session,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def prompt(self, session_id: str,content: typing.List[ContentBlock]) -> RequestId:
+    def prompt(self, session_id: str,content: bytes) -> bytes:
         """
-        `session/prompt`.
+        `session/prompt` of `content` (a list of `ContentBlock`); the request's id.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
 
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _UniffiFfiConverterBytes.check_lower(content)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+            _UniffiFfiConverterBytes.lower(content),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_prompt,
@@ -18791,10 +4695,9 @@ class ClientCore(ClientCoreProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def receive(self, line: str) -> typing.List[Event]:
+    def receive(self, line: str) -> bytes:
         """
-        Applies one line from the agent and returns the events it caused (the per-line path:
-        one crossing per line).
+        Applies one line from the agent; the events it caused (a list of `Event`).
 """
         
         _UniffiFfiConverterString.check_lower(line)
@@ -18802,36 +4705,17 @@ class ClientCore(ClientCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(line),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def receive_bytes(self, bytes: bytes) -> typing.List[Event]:
+    def receive_text(self, text: str) -> bytes:
         """
-        Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
-        path: one crossing per read).
-"""
-        
-        _UniffiFfiConverterBytes.check_lower(bytes)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterBytes.lower(bytes),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def receive_text(self, text: str) -> typing.List[Event]:
-        """
-        Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+        Like [`ClientCore::feed`] for text (a string crosses as one copy).
 """
         
         _UniffiFfiConverterString.check_lower(text)
@@ -18839,41 +4723,41 @@ class ClientCore(ClientCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(text),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_text,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def replace(self, session_id: str,message_id: str,content: typing.List[ContentBlock]) -> RequestId:
+    def replace(self, session_id: str,message_id: str,content: bytes) -> bytes:
         """
-        `session/replace_inject`.
+        `session/replace_inject` with `content` (a list of `ContentBlock`); the request's id.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
 
         _UniffiFfiConverterString.check_lower(message_id)
 
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _UniffiFfiConverterBytes.check_lower(content)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
             _UniffiFfiConverterString.lower(message_id),
-            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+            _UniffiFfiConverterBytes.lower(content),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_replace,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def resume(self, session_id: str,cwd: str,replay: bool) -> RequestId:
+    def resume(self, session_id: str,cwd: str,replay: bool) -> bytes:
         """
-        `session/resume`.
+        `session/resume`; the request's id.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -18887,17 +4771,17 @@ class ClientCore(ClientCoreProtocol):
             _UniffiFfiConverterString.lower(cwd),
             _UniffiFfiConverterBoolean.lower(replay),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_resume,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def revoke(self, session_id: str,message_id: str) -> RequestId:
+    def revoke(self, session_id: str,message_id: str) -> bytes:
         """
-        `session/revoke_inject`.
+        `session/revoke_inject`; the request's id.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -18908,36 +4792,36 @@ class ClientCore(ClientCoreProtocol):
             _UniffiFfiConverterString.lower(session_id),
             _UniffiFfiConverterString.lower(message_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def set_steer_fallback(self, fallback: typing.Optional[SteerFallback]) -> None:
+    def set_steer_fallback(self, fallback: bytes) -> None:
         """
-        What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
-        with `CallRejected.SteerNotSupported`.
+        What to do with a steer when the agent takes no injects (an optional `SteerFallback`,
+        C-HELD-3); absent refuses it with `CallRejected.SteerNotSupported`.
 """
         
-        _UniffiFfiConverterOptionalTypeSteerFallback.check_lower(fallback)
+        _UniffiFfiConverterBytes.check_lower(fallback)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalTypeSteerFallback.lower(fallback),
+            _UniffiFfiConverterBytes.lower(fallback),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def snapshot(self, session_id: str) -> typing.Optional[MirrorSnapshot]:
+    def snapshot(self, session_id: str) -> bytes:
         """
-        Everything a UI renders for a session.
+        Everything a UI renders for a session (an optional `MirrorSnapshot`).
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -18945,17 +4829,17 @@ class ClientCore(ClientCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeMirrorSnapshot.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_snapshot,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def status(self, session_id: str) -> RequestId:
+    def status(self, session_id: str) -> bytes:
         """
-        `session/status`.
+        `session/status`; the request's id.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -18963,23 +4847,23 @@ class ClientCore(ClientCoreProtocol):
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(session_id),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeRequestId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_status,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def take_events(self, ) -> typing.List[Event]:
+    def take_events(self, ) -> bytes:
         """
         Every event not yet returned (calls queue events too: an item is `sending`).
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeEvent.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_events,
@@ -18994,7 +4878,7 @@ class ClientCore(ClientCoreProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = _UniffiFfiConverterSequenceString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing,
@@ -19031,38 +4915,16 @@ class _UniffiFfiConverterTypeClientCore:
     def write(cls, value: ClientCore, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
 
-class _UniffiFfiConverterSequenceTypeSessionActivity(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeSessionActivity.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeSessionActivity.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeSessionActivity.read(buf) for i in range(count)
-        ]
-
 
 class SessionProtocol(typing.Protocol):
     """
     A session open on a [`Connection`].
 """
     
-    def answer_permission(self, request: RequestId,outcome: RequestPermissionOutcome) -> None:
+    def answer_permission(self, request: bytes,outcome: bytes) -> None:
         """
-        Answers an open permission request of this session.
+        Answers the open permission request `request` (a `RequestId`) of this session with
+        `outcome` (a `RequestPermissionOutcome`).
 """
         raise NotImplementedError
     def cancel(self, ) -> None:
@@ -19080,46 +4942,48 @@ class SessionProtocol(typing.Protocol):
         The session's id.
 """
         raise NotImplementedError
-    async def inject(self, mode: InjectMode,content: typing.List[ContentBlock]) -> MessageId:
+    async def inject(self, mode: bytes,content: bytes) -> str:
         """
-        `session/inject`: returns when accepted, with the id its `user_message` will carry.
+        `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`):
+        returns when accepted, with the id its `user_message` will carry.
 """
         raise NotImplementedError
-    async def next_events(self, ) -> typing.List[SessionActivity]:
+    async def next_events(self, ) -> bytes:
         """
-        Waits for activity, then returns all of it (one batch per read from the agent); raises
-        `Disconnected` once the connection ended and nothing is left.
+        Waits for activity, then returns all of it (a list of `SessionActivity`, one batch per
+        read from the agent); raises `Disconnected` once the connection ended and nothing is left.
 """
         raise NotImplementedError
-    async def prompt(self, content: typing.List[ContentBlock]) -> typing.Optional[MessageId]:
+    async def prompt(self, content: bytes) -> bytes:
         """
-        `session/prompt`: returns when the message is inserted, with its id.
+        `session/prompt` of `content` (a list of `ContentBlock`): returns when the message is
+        inserted, with its id (an optional `MessageId`).
 """
         raise NotImplementedError
-    async def replace(self, message_id: MessageId,content: typing.List[ContentBlock]) -> None:
+    async def replace(self, message_id: str,content: bytes) -> None:
         """
-        `session/replace_inject`.
+        `session/replace_inject` with `content` (a list of `ContentBlock`).
 """
         raise NotImplementedError
-    async def revoke(self, message_id: MessageId) -> None:
+    async def revoke(self, message_id: str) -> None:
         """
         `session/revoke_inject`.
 """
         raise NotImplementedError
-    def snapshot(self, ) -> typing.Optional[MirrorSnapshot]:
+    def snapshot(self, ) -> bytes:
         """
-        Everything a UI renders for this session now.
+        Everything a UI renders for this session now (an optional `MirrorSnapshot`).
 """
         raise NotImplementedError
-    async def status(self, ) -> SessionStatusResponse:
+    async def status(self, ) -> bytes:
         """
-        `session/status`: `open` (with the session's state when reported) or `saved`; -32002
-        for a session the agent does not know.
+        `session/status` (a `SessionStatusResponse`): `open` (with the session's state when
+        reported) or `saved`; -32002 for a session the agent does not know.
 """
         raise NotImplementedError
-    def take_events(self, ) -> typing.List[SessionActivity]:
+    def take_events(self, ) -> bytes:
         """
-        Whatever activity is queued now, without waiting.
+        Whatever activity is queued now, without waiting (a list of `SessionActivity`).
 """
         raise NotImplementedError
 
@@ -19150,21 +5014,22 @@ class Session(SessionProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def answer_permission(self, request: RequestId,outcome: RequestPermissionOutcome) -> None:
+    def answer_permission(self, request: bytes,outcome: bytes) -> None:
         """
-        Answers an open permission request of this session.
+        Answers the open permission request `request` (a `RequestId`) of this session with
+        `outcome` (a `RequestPermissionOutcome`).
 """
         
-        _UniffiFfiConverterTypeRequestId.check_lower(request)
+        _UniffiFfiConverterBytes.check_lower(request)
 
-        _UniffiFfiConverterTypeRequestPermissionOutcome.check_lower(outcome)
+        _UniffiFfiConverterBytes.check_lower(outcome)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeRequestId.lower(request),
-            _UniffiFfiConverterTypeRequestPermissionOutcome.lower(outcome),
+            _UniffiFfiConverterBytes.lower(request),
+            _UniffiFfiConverterBytes.lower(outcome),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_answer_permission,
@@ -19179,7 +5044,7 @@ class Session(SessionProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_cancel,
@@ -19194,7 +5059,7 @@ class Session(SessionProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_close(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -19218,21 +5083,22 @@ class Session(SessionProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    async def inject(self, mode: InjectMode,content: typing.List[ContentBlock]) -> MessageId:
+    async def inject(self, mode: bytes,content: bytes) -> str:
         """
-        `session/inject`: returns when accepted, with the id its `user_message` will carry.
+        `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`):
+        returns when accepted, with the id its `user_message` will carry.
 """
         
-        _UniffiFfiConverterTypeInjectMode.check_lower(mode)
+        _UniffiFfiConverterBytes.check_lower(mode)
 
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _UniffiFfiConverterBytes.check_lower(content)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeInjectMode.lower(mode),
-            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+            _UniffiFfiConverterBytes.lower(mode),
+            _UniffiFfiConverterBytes.lower(content),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeMessageId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_inject(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -19241,16 +5107,16 @@ class Session(SessionProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    async def next_events(self, ) -> typing.List[SessionActivity]:
+    async def next_events(self, ) -> bytes:
         """
-        Waits for activity, then returns all of it (one batch per read from the agent); raises
-        `Disconnected` once the connection ended and nothing is left.
+        Waits for activity, then returns all of it (a list of `SessionActivity`, one batch per
+        read from the agent); raises `Disconnected` once the connection ended and nothing is left.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeSessionActivity.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_next_events(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -19259,18 +5125,19 @@ class Session(SessionProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    async def prompt(self, content: typing.List[ContentBlock]) -> typing.Optional[MessageId]:
+    async def prompt(self, content: bytes) -> bytes:
         """
-        `session/prompt`: returns when the message is inserted, with its id.
+        `session/prompt` of `content` (a list of `ContentBlock`): returns when the message is
+        inserted, with its id (an optional `MessageId`).
 """
         
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _UniffiFfiConverterBytes.check_lower(content)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+            _UniffiFfiConverterBytes.lower(content),
         )
-        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeMessageId.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_prompt(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -19279,21 +5146,21 @@ class Session(SessionProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    async def replace(self, message_id: MessageId,content: typing.List[ContentBlock]) -> None:
+    async def replace(self, message_id: str,content: bytes) -> None:
         """
-        `session/replace_inject`.
+        `session/replace_inject` with `content` (a list of `ContentBlock`).
 """
         
-        _UniffiFfiConverterTypeMessageId.check_lower(message_id)
+        _UniffiFfiConverterString.check_lower(message_id)
 
-        _UniffiFfiConverterSequenceTypeContentBlock.check_lower(content)
+        _UniffiFfiConverterBytes.check_lower(content)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeMessageId.lower(message_id),
-            _UniffiFfiConverterSequenceTypeContentBlock.lower(content),
+            _UniffiFfiConverterString.lower(message_id),
+            _UniffiFfiConverterBytes.lower(content),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_replace(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -19302,18 +5169,18 @@ class Session(SessionProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    async def revoke(self, message_id: MessageId) -> None:
+    async def revoke(self, message_id: str) -> None:
         """
         `session/revoke_inject`.
 """
         
-        _UniffiFfiConverterTypeMessageId.check_lower(message_id)
+        _UniffiFfiConverterString.check_lower(message_id)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeMessageId.lower(message_id),
+            _UniffiFfiConverterString.lower(message_id),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_revoke(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -19322,14 +5189,14 @@ class Session(SessionProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    def snapshot(self, ) -> typing.Optional[MirrorSnapshot]:
+    def snapshot(self, ) -> bytes:
         """
-        Everything a UI renders for this session now.
+        Everything a UI renders for this session now (an optional `MirrorSnapshot`).
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterOptionalTypeMirrorSnapshot.lift
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
         _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -19337,16 +5204,16 @@ class Session(SessionProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    async def status(self, ) -> SessionStatusResponse:
+    async def status(self, ) -> bytes:
         """
-        `session/status`: `open` (with the session's state when reported) or `saved`; -32002
-        for a session the agent does not know.
+        `session/status` (a `SessionStatusResponse`): `open` (with the session's state when
+        reported) or `saved`; -32002 for a session the agent does not know.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSessionStatusResponse.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_session_status(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -19355,14 +5222,14 @@ class Session(SessionProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    def take_events(self, ) -> typing.List[SessionActivity]:
+    def take_events(self, ) -> bytes:
         """
-        Whatever activity is queued now, without waiting.
+        Whatever activity is queued now, without waiting (a list of `SessionActivity`).
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeSessionActivity.lift
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
         _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -19406,9 +5273,9 @@ class ConnectionProtocol(typing.Protocol):
     A connection to one agent (a process over stdio, or an endpoint over the network).
 """
     
-    def agent(self, ) -> InitializeResponse:
+    def agent(self, ) -> bytes:
         """
-        The agent's `initialize` answer.
+        The agent's `initialize` answer (an `InitializeResponse`).
 """
         raise NotImplementedError
     async def close(self, ) -> None:
@@ -19421,14 +5288,14 @@ class ConnectionProtocol(typing.Protocol):
         Lines the connection could not use, most recent last.
 """
         raise NotImplementedError
-    async def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> SessionPage:
+    async def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> bytes:
         """
-        `session/list`: one page.
+        `session/list`: one page (a `SessionPage`).
 """
         raise NotImplementedError
-    async def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: typing.List[McpServer]) -> Session:
+    async def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: bytes) -> Session:
         """
-        `session/new`.
+        `session/new` with `mcp_servers` (a list of `McpServer`).
 """
         raise NotImplementedError
     async def resume(self, session_id: str,cwd: str,replay: bool) -> Session:
@@ -19464,14 +5331,14 @@ class Connection(ConnectionProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def agent(self, ) -> InitializeResponse:
+    def agent(self, ) -> bytes:
         """
-        The agent's `initialize` answer.
+        The agent's `initialize` answer (an `InitializeResponse`).
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeInitializeResponse.lift
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
         _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -19487,7 +5354,7 @@ class Connection(ConnectionProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
@@ -19511,9 +5378,9 @@ class Connection(ConnectionProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    async def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> SessionPage:
+    async def list_sessions(self, cwd: typing.Optional[str],cursor: typing.Optional[str]) -> bytes:
         """
-        `session/list`: one page.
+        `session/list`: one page (a `SessionPage`).
 """
         
         _UniffiFfiConverterOptionalString.check_lower(cwd)
@@ -19524,8 +5391,8 @@ class Connection(ConnectionProtocol):
             _UniffiFfiConverterOptionalString.lower(cwd),
             _UniffiFfiConverterOptionalString.lower(cursor),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSessionPage.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_list_sessions(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -19534,24 +5401,24 @@ class Connection(ConnectionProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
-    async def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: typing.List[McpServer]) -> Session:
+    async def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: bytes) -> Session:
         """
-        `session/new`.
+        `session/new` with `mcp_servers` (a list of `McpServer`).
 """
         
         _UniffiFfiConverterString.check_lower(cwd)
 
         _UniffiFfiConverterSequenceString.check_lower(additional_directories)
 
-        _UniffiFfiConverterSequenceTypeMcpServer.check_lower(mcp_servers)
+        _UniffiFfiConverterBytes.check_lower(mcp_servers)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(cwd),
             _UniffiFfiConverterSequenceString.lower(additional_directories),
-            _UniffiFfiConverterSequenceTypeMcpServer.lower(mcp_servers),
+            _UniffiFfiConverterBytes.lower(mcp_servers),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
@@ -19577,7 +5444,7 @@ class Connection(ConnectionProtocol):
             _UniffiFfiConverterBoolean.lower(replay),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_resume(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
@@ -19615,21 +5482,21 @@ class _UniffiFfiConverterTypeConnection:
     @classmethod
     def write(cls, value: Connection, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
-async def connect(command: typing.List[str],options: ConnectOptions) -> Connection:
+async def connect(command: typing.List[str],options: bytes) -> Connection:
     """
-    Starts `command` (program and arguments) and connects to it over its stdio; `initialize`
-    is exchanged before this returns.
+    Starts `command` (program and arguments) and connects to it over its stdio, with `options`
+    (a `ConnectOptions`); `initialize` is exchanged before this returns.
 """
     
     _UniffiFfiConverterSequenceString.check_lower(command)
 
-    _UniffiFfiConverterTypeConnectOptions.check_lower(options)
+    _UniffiFfiConverterBytes.check_lower(options)
     _uniffi_lowered_args = (
         _UniffiFfiConverterSequenceString.lower(command),
-        _UniffiFfiConverterTypeConnectOptions.lower(options),
+        _UniffiFfiConverterBytes.lower(options),
     )
     _uniffi_lift_return = _UniffiFfiConverterTypeConnection.lift
-    _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+    _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
     return await _uniffi_rust_call_async(
         _UniffiLib.uniffi_acp_inject_ffi_fn_func_connect(*_uniffi_lowered_args),
         _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
@@ -19638,7 +5505,7 @@ async def connect(command: typing.List[str],options: ConnectOptions) -> Connecti
         _uniffi_lift_return,
         _uniffi_error_converter,
     )
-async def connect_url(url: str,bearer_token: typing.Optional[str],options: ConnectOptions) -> Connection:
+async def connect_url(url: str,bearer_token: typing.Optional[str],options: bytes) -> Connection:
     """
     Connects to an agent by URL over the network: `ws://` or `wss://` over WebSocket, `http://`
     or `https://` over Streamable HTTP (the upstream remote transport; the `/acp` path included).
@@ -19652,14 +5519,14 @@ async def connect_url(url: str,bearer_token: typing.Optional[str],options: Conne
 
     _UniffiFfiConverterOptionalString.check_lower(bearer_token)
 
-    _UniffiFfiConverterTypeConnectOptions.check_lower(options)
+    _UniffiFfiConverterBytes.check_lower(options)
     _uniffi_lowered_args = (
         _UniffiFfiConverterString.lower(url),
         _UniffiFfiConverterOptionalString.lower(bearer_token),
-        _UniffiFfiConverterTypeConnectOptions.lower(options),
+        _UniffiFfiConverterBytes.lower(options),
     )
     _uniffi_lift_return = _UniffiFfiConverterTypeConnection.lift
-    _uniffi_error_converter = _UniffiFfiConverterTypeAcpError
+    _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
     return await _uniffi_rust_call_async(
         _UniffiLib.uniffi_acp_inject_ffi_fn_func_connect_url(*_uniffi_lowered_args),
         _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
@@ -19668,32 +5535,17 @@ async def connect_url(url: str,bearer_token: typing.Optional[str],options: Conne
         _uniffi_lift_return,
         _uniffi_error_converter,
     )
-def default_agent_config() -> AgentConfig:
+def default_agent_config() -> bytes:
     """
-    The default agent configuration: queue and steer, replace, `finish`, batch drain.
+    The default agent configuration ([`default_config`]), encoded (an `AgentConfig`).
 """
     _uniffi_lowered_args = (
     )
-    _uniffi_lift_return = _UniffiFfiConverterTypeAgentConfig.lift
+    _uniffi_lift_return = _UniffiFfiConverterBytes.lift
     _uniffi_error_converter = None
     _uniffi_ffi_result = _uniffi_rust_call_with_error(
         _uniffi_error_converter,
         _UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config,
-        *_uniffi_lowered_args,
-    )
-    return _uniffi_lift_return(_uniffi_ffi_result)
-def default_connect_options() -> ConnectOptions:
-    """
-    The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
-    forwarded.
-"""
-    _uniffi_lowered_args = (
-    )
-    _uniffi_lift_return = _UniffiFfiConverterTypeConnectOptions.lift
-    _uniffi_error_converter = None
-    _uniffi_ffi_result = _uniffi_rust_call_with_error(
-        _uniffi_error_converter,
-        _UniffiLib.uniffi_acp_inject_ffi_fn_func_default_connect_options,
         *_uniffi_lowered_args,
     )
     return _uniffi_lift_return(_uniffi_ffi_result)
@@ -19734,148 +5586,10 @@ def shutdown_runtime(timeout_ms: int) -> None:
 
 __all__ = [
     "InternalError",
-    "Stream",
-    "InjectMode",
-    "SteerInStream",
-    "QueueDrain",
-    "RevokeReplace",
-    "ClearStyle",
-    "EmbeddedResourceResource",
-    "ContentBlock",
-    "ContentBlockListPatch",
-    "RequestId",
-    "SteerFallback",
-    "BackgroundWork",
-    "TurnState",
-    "ItemMode",
-    "ItemStatus",
-    "MessageRole",
-    "McpServer",
-    "RequestPermissionOutcome",
-    "RuntimeAction",
-    "Output",
-    "PlanUpdateContent",
-    "ReplayFrom",
-    "StringPatch",
-    "StateUpdate",
-    "ToolCallContent",
-    "SessionUpdate",
-    "CallRejected",
-    "HostError",
-    "AcpError",
-    "Answer",
-    "BreakPoint",
-    "ConnectionRole",
-    "RequestKind",
-    "SessionEvent",
-    "Event",
-    "HistoryEntry",
-    "RuntimeEvent",
-    "SessionActivity",
-    "Turn",
-    "Activity",
-    "Affordances",
-    "McpCapabilities",
-    "SessionStatusCapabilities",
-    "SessionAdditionalDirectoriesCapabilities",
-    "PendingCapabilities",
-    "InjectCapabilities",
-    "SessionCapabilities",
-    "AgentCapabilities",
-    "Policy",
-    "AgentInfo",
-    "SetupSupport",
-    "AgentConfig",
-    "Annotations",
-    "TextContent",
-    "ImageContent",
-    "AudioContent",
-    "ResourceLink",
-    "TextResourceContents",
-    "BlobResourceContents",
-    "EmbeddedResource",
-    "AgentMessage",
-    "AgentMessageChunk",
-    "AgentMessageClear",
-    "AgentThought",
-    "AgentThoughtChunk",
-    "BackgroundSubagent",
-    "BackgroundTerminal",
-    "BackgroundToolCall",
-    "CancelRequestNotification",
-    "CancelSessionNotification",
-    "CancelledPermissionOutcome",
-    "ClientCapabilities",
-    "CloseSessionRequest",
-    "CloseSessionResponse",
-    "Implementation",
-    "ConnectOptions",
-    "Cost",
-    "EnvVariable",
-    "ErrorData",
-    "HttpHeader",
-    "Usage",
-    "TurnFailure",
-    "IdleStateUpdate",
-    "InitializeRequest",
-    "InitializeResponse",
-    "InjectRequest",
-    "InjectResponse",
-    "ListSessionsRequest",
-    "SessionInfo",
-    "ListSessionsResponse",
-    "McpServerHttp",
-    "McpServerStdio",
-    "PendingItem",
-    "TranscriptEntry",
-    "Violation",
-    "PendingInject",
-    "MirrorSnapshot",
-    "NewSessionRequest",
-    "NewSessionResponse",
-    "PendingInjectsUpdate",
-    "PermissionOption",
-    "PermissionAsk",
-    "SessionSetup",
-    "UserInput",
-    "SelectedPermissionOutcome",
-    "PermissionRequestSent",
-    "PlanEntry",
-    "PlanItems",
-    "PlanUpdate",
-    "PromptRequest",
-    "PromptResponse",
-    "ProtocolError",
-    "ReplaceInjectRequest",
-    "ReplaceInjectResponse",
-    "ReplayFromStart",
-    "RequestPermissionRequest",
-    "RequestPermissionResponse",
-    "RequiresActionStateUpdate",
-    "ResumeSessionRequest",
-    "ResumeSessionResponse",
-    "RevokeInjectRequest",
-    "RevokeInjectResponse",
-    "RunningStateUpdate",
-    "SessionClosedUpdate",
-    "SessionInfoUpdate",
-    "SessionPage",
-    "SessionStatusRequest",
-    "UnknownStateUpdate",
-    "SessionStatusResponse",
-    "ToolCallContentBlock",
-    "ToolCallContentChunk",
-    "ToolCallUpdate",
-    "TurnEnd",
-    "UnsupportedProtocolVersionErrorData",
-    "UserMessage",
-    "UserMessageChunk",
-    "UsageUpdate",
-    "UpdateSessionNotification",
+    "FfiError",
     "connect",
     "connect_url",
     "default_agent_config",
-    "default_connect_options",
     "library_version",
     "shutdown_runtime",
     "AgentCore",

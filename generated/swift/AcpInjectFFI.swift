@@ -488,38 +488,6 @@ fileprivate struct FfiConverterUInt16: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
-    typealias FfiType = UInt32
-    typealias SwiftType = UInt32
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt32 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
-    typealias FfiType = Int32
-    typealias SwiftType = Int32
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Int32 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: Int32, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
     typealias FfiType = UInt64
     typealias SwiftType = UInt64
@@ -530,38 +498,6 @@ fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
 
     public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
         writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterInt64: FfiConverterPrimitive {
-    typealias FfiType = Int64
-    typealias SwiftType = Int64
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Int64 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: Int64, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterDouble: FfiConverterPrimitive {
-    typealias FfiType = Double
-    typealias SwiftType = Double
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Double {
-        return try lift(readDouble(&buf))
-    }
-
-    public static func write(_ value: Double, into buf: inout [UInt8]) {
-        writeDouble(&buf, lower(value))
     }
 }
 
@@ -662,19 +598,19 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 public protocol AgentCoreProtocol: AnyObject, Sendable {
     
     /**
-     * Registers a connection with a role.
+     * Registers a connection with a role (a `ConnectionRole`).
      */
-    func attach(connection: ConnId, role: ConnectionRole) throws 
+    func attach(connection: String, role: Data) throws 
     
     /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
-    func attachToSession(connection: ConnId, sessionId: String) throws  -> Bool
+    func attachToSession(connection: String, sessionId: String) throws  -> Bool
     
     /**
      * The connections attached to a session.
      */
-    func attached(sessionId: String) throws  -> [ConnId]
+    func attached(sessionId: String) throws  -> [String]
     
     /**
      * Creates an idle session with a chosen id; `false` when the id is taken.
@@ -686,12 +622,12 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
      * it could answer are answered `cancelled` (drain them with the next call's outputs, or
      * call [`AgentCore::detach_and_drain`]).
      */
-    func detach(connection: ConnId) throws 
+    func detach(connection: String) throws 
     
     /**
      * Like [`AgentCore::detach`], returning the outputs it caused.
      */
-    func detachAndDrain(connection: ConnId) throws  -> [Output]
+    func detachAndDrain(connection: String) throws  -> Data
     
     /**
      * Forgets a session and its history.
@@ -703,29 +639,29 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
      * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
      * the next call. Returns every output, in order.
      */
-    func handleBytes(connection: ConnId, bytes: Data) throws  -> [Output]
+    func handleBytes(connection: String, bytes: Data) throws  -> Data
     
     /**
      * `connection`'s stream ended: a last line without a newline is applied. Returns every
      * output, in order. Then call [`AgentCore::detach_and_drain`].
      */
-    func handleEnd(connection: ConnId) throws  -> [Output]
+    func handleEnd(connection: String) throws  -> Data
     
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    func handleLine(connection: ConnId, line: String) throws  -> [Output]
+    func handleLine(connection: String, line: String) throws  -> Data
     
     /**
      * Applies newline-separated lines given as one string (one crossing for many lines);
      * returns every output, in order.
      */
-    func handleText(connection: ConnId, lines: String) throws  -> [Output]
+    func handleText(connection: String, lines: String) throws  -> Data
     
     /**
-     * The session's history (R-REPLAY-1), as stored.
+     * The session's history (R-REPLAY-1), as stored (a list of `HistoryEntry`).
      */
-    func history(sessionId: String) throws  -> [HistoryEntry]
+    func history(sessionId: String) throws  -> Data
     
     /**
      * Whether the agent holds the session live (R-STATUS-1).
@@ -735,12 +671,12 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
     /**
      * A fresh id for an agent message or thought.
      */
-    func mintAgentMessageId() throws  -> MessageId
+    func mintAgentMessageId() throws  -> String
     
     /**
-     * The session's pending injects in delivery order.
+     * The session's pending injects in delivery order (a list of `PendingInject`).
      */
-    func pending(sessionId: String) throws  -> [PendingInject]
+    func pending(sessionId: String) throws  -> Data
     
     /**
      * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
@@ -757,14 +693,15 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
     /**
      * Asks the session's controllers for permission (R-PERM-2): the core sends
      * `session/request_permission` and returns its id with the outputs; the answer arrives
-     * later as a `PermissionAnswered` action with that id.
+     * later as a `PermissionAnswered` action with that id. `ask` is a `PermissionAsk`; the
+     * result a `PermissionRequestSent`.
      */
-    func requestPermission(sessionId: String, ask: PermissionAsk) throws  -> PermissionRequestSent
+    func requestPermission(sessionId: String, ask: Data) throws  -> Data
     
     /**
-     * Applies a runtime event of a session; returns every output it caused.
+     * Applies a runtime event (a `RuntimeEvent`) of a session; returns every output it caused.
      */
-    func runtimeEvent(sessionId: String, event: RuntimeEvent) throws  -> [Output]
+    func runtimeEvent(sessionId: String, event: Data) throws  -> Data
     
     /**
      * The live sessions.
@@ -777,9 +714,9 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
     func snapshot() throws  -> String
     
     /**
-     * A live session's turn.
+     * A live session's turn (an optional `TurnPhase`).
      */
-    func turn(sessionId: String) throws  -> Turn?
+    func turn(sessionId: String) throws  -> Data
     
 }
 /**
@@ -825,14 +762,14 @@ open class AgentCore: AgentCoreProtocol, @unchecked Sendable {
         return try! rustCall { uniffi_acp_inject_ffi_fn_clone_agentcore(self.handle, $0) }
     }
     /**
-     * An agent keeping sessions in memory.
+     * An agent keeping sessions in memory, configured by `config` (an `AgentConfig`).
      */
-public convenience init(config: AgentConfig)throws  {
+public convenience init(config: Data)throws  {
     let handle =
-        try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_constructor_agentcore_new(
-        FfiConverterTypeAgentConfig_lower(config),uniffiCallStatus
+        FfiConverterData.lower(config),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -854,11 +791,11 @@ public convenience init(config: AgentConfig)throws  {
      * continues from them. On a shared store the host calls `renew_leases` every
      * `renew_every_ms`.
      */
-public static func `open`(config: AgentConfig, path: String)throws  -> AgentCore  {
-    return try  FfiConverterTypeAgentCore_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+public static func `open`(config: Data, path: String)throws  -> AgentCore  {
+    return try  FfiConverterTypeAgentCore_lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_constructor_agentcore_open(
-        FfiConverterTypeAgentConfig_lower(config),
+        FfiConverterData.lower(config),
         FfiConverterString.lower(path),uniffiCallStatus
     )
 })
@@ -868,11 +805,11 @@ public static func `open`(config: AgentConfig, path: String)throws  -> AgentCore
      * An agent continuing from [`AgentCore::snapshot`] (history starts empty: it lives in a
      * store, not in the snapshot).
      */
-public static func restore(config: AgentConfig, snapshot: String)throws  -> AgentCore  {
-    return try  FfiConverterTypeAgentCore_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+public static func restore(config: Data, snapshot: String)throws  -> AgentCore  {
+    return try  FfiConverterTypeAgentCore_lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_constructor_agentcore_restore(
-        FfiConverterTypeAgentConfig_lower(config),
+        FfiConverterData.lower(config),
         FfiConverterString.lower(snapshot),uniffiCallStatus
     )
 })
@@ -881,14 +818,14 @@ public static func restore(config: AgentConfig, snapshot: String)throws  -> Agen
 
     
     /**
-     * Registers a connection with a role.
+     * Registers a connection with a role (a `ConnectionRole`).
      */
-open func attach(connection: ConnId, role: ConnectionRole)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func attach(connection: String, role: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_attach(
             self.uniffiCloneHandle(),
-        FfiConverterTypeConnId_lower(connection),
-        FfiConverterTypeConnectionRole_lower(role),uniffiCallStatus
+        FfiConverterString.lower(connection),
+        FfiConverterData.lower(role),uniffiCallStatus
     )
 }
 }
@@ -896,12 +833,12 @@ open func attach(connection: ConnId, role: ConnectionRole)throws   {try rustCall
     /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
-open func attachToSession(connection: ConnId, sessionId: String)throws  -> Bool  {
-    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func attachToSession(connection: String, sessionId: String)throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(
             self.uniffiCloneHandle(),
-        FfiConverterTypeConnId_lower(connection),
+        FfiConverterString.lower(connection),
         FfiConverterString.lower(sessionId),uniffiCallStatus
     )
 })
@@ -910,8 +847,8 @@ open func attachToSession(connection: ConnId, sessionId: String)throws  -> Bool 
     /**
      * The connections attached to a session.
      */
-open func attached(sessionId: String)throws  -> [ConnId]  {
-    return try  FfiConverterSequenceTypeConnId.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func attached(sessionId: String)throws  -> [String]  {
+    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_attached(
             self.uniffiCloneHandle(),
@@ -924,7 +861,7 @@ open func attached(sessionId: String)throws  -> [ConnId]  {
      * Creates an idle session with a chosen id; `false` when the id is taken.
      */
 open func createSession(sessionId: String, cwd: String)throws  -> Bool  {
-    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_create_session(
             self.uniffiCloneHandle(),
@@ -939,11 +876,11 @@ open func createSession(sessionId: String, cwd: String)throws  -> Bool  {
      * it could answer are answered `cancelled` (drain them with the next call's outputs, or
      * call [`AgentCore::detach_and_drain`]).
      */
-open func detach(connection: ConnId)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func detach(connection: String)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_detach(
             self.uniffiCloneHandle(),
-        FfiConverterTypeConnId_lower(connection),uniffiCallStatus
+        FfiConverterString.lower(connection),uniffiCallStatus
     )
 }
 }
@@ -951,12 +888,12 @@ open func detach(connection: ConnId)throws   {try rustCallWithError(FfiConverter
     /**
      * Like [`AgentCore::detach`], returning the outputs it caused.
      */
-open func detachAndDrain(connection: ConnId)throws  -> [Output]  {
-    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func detachAndDrain(connection: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain(
             self.uniffiCloneHandle(),
-        FfiConverterTypeConnId_lower(connection),uniffiCallStatus
+        FfiConverterString.lower(connection),uniffiCallStatus
     )
 })
 }
@@ -964,7 +901,7 @@ open func detachAndDrain(connection: ConnId)throws  -> [Output]  {
     /**
      * Forgets a session and its history.
      */
-open func forgetSession(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func forgetSession(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(
             self.uniffiCloneHandle(),
@@ -978,14 +915,16 @@ open func forgetSession(sessionId: String)throws   {try rustCallWithError(FfiCon
      * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
      * the next call. Returns every output, in order.
      */
-open func handleBytes(connection: ConnId, bytes: Data)throws  -> [Output]  {
-    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func handleBytes(connection: String, bytes: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
+        FfiConverterByRefBytes.lower(bytes) { bytesFb in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(
             self.uniffiCloneHandle(),
-        FfiConverterTypeConnId_lower(connection),
-        FfiConverterData.lower(bytes),uniffiCallStatus
+        FfiConverterString.lower(connection),
+        bytesFb,uniffiCallStatus
     )
+        }
 })
 }
     
@@ -993,12 +932,12 @@ open func handleBytes(connection: ConnId, bytes: Data)throws  -> [Output]  {
      * `connection`'s stream ended: a last line without a newline is applied. Returns every
      * output, in order. Then call [`AgentCore::detach_and_drain`].
      */
-open func handleEnd(connection: ConnId)throws  -> [Output]  {
-    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func handleEnd(connection: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(
             self.uniffiCloneHandle(),
-        FfiConverterTypeConnId_lower(connection),uniffiCallStatus
+        FfiConverterString.lower(connection),uniffiCallStatus
     )
 })
 }
@@ -1006,12 +945,12 @@ open func handleEnd(connection: ConnId)throws  -> [Output]  {
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-open func handleLine(connection: ConnId, line: String)throws  -> [Output]  {
-    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func handleLine(connection: String, line: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(
             self.uniffiCloneHandle(),
-        FfiConverterTypeConnId_lower(connection),
+        FfiConverterString.lower(connection),
         FfiConverterString.lower(line),uniffiCallStatus
     )
 })
@@ -1021,22 +960,22 @@ open func handleLine(connection: ConnId, line: String)throws  -> [Output]  {
      * Applies newline-separated lines given as one string (one crossing for many lines);
      * returns every output, in order.
      */
-open func handleText(connection: ConnId, lines: String)throws  -> [Output]  {
-    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func handleText(connection: String, lines: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(
             self.uniffiCloneHandle(),
-        FfiConverterTypeConnId_lower(connection),
+        FfiConverterString.lower(connection),
         FfiConverterString.lower(lines),uniffiCallStatus
     )
 })
 }
     
     /**
-     * The session's history (R-REPLAY-1), as stored.
+     * The session's history (R-REPLAY-1), as stored (a list of `HistoryEntry`).
      */
-open func history(sessionId: String)throws  -> [HistoryEntry]  {
-    return try  FfiConverterSequenceTypeHistoryEntry.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func history(sessionId: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_history(
             self.uniffiCloneHandle(),
@@ -1049,7 +988,7 @@ open func history(sessionId: String)throws  -> [HistoryEntry]  {
      * Whether the agent holds the session live (R-STATUS-1).
      */
 open func isLive(sessionId: String)throws  -> Bool  {
-    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_is_live(
             self.uniffiCloneHandle(),
@@ -1061,8 +1000,8 @@ open func isLive(sessionId: String)throws  -> Bool  {
     /**
      * A fresh id for an agent message or thought.
      */
-open func mintAgentMessageId()throws  -> MessageId  {
-    return try  FfiConverterTypeMessageId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func mintAgentMessageId()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -1071,10 +1010,10 @@ open func mintAgentMessageId()throws  -> MessageId  {
 }
     
     /**
-     * The session's pending injects in delivery order.
+     * The session's pending injects in delivery order (a list of `PendingInject`).
      */
-open func pending(sessionId: String)throws  -> [PendingInject]  {
-    return try  FfiConverterSequenceTypePendingInject.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func pending(sessionId: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_pending(
             self.uniffiCloneHandle(),
@@ -1088,7 +1027,7 @@ open func pending(sessionId: String)throws  -> [PendingInject]  {
      * milliseconds; `None` otherwise.
      */
 open func renewEveryMs()throws  -> UInt64?  {
-    return try  FfiConverterOptionUInt64.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterOptionUInt64.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -1100,7 +1039,7 @@ open func renewEveryMs()throws  -> UInt64?  {
      * On a store several hosts share: extends this host's leases. An error means another
      * host took one of its sessions over: stop serving, and let clients resume elsewhere.
      */
-open func renewLeases()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func renewLeases()throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -1111,29 +1050,30 @@ open func renewLeases()throws   {try rustCallWithError(FfiConverterTypeAcpError_
     /**
      * Asks the session's controllers for permission (R-PERM-2): the core sends
      * `session/request_permission` and returns its id with the outputs; the answer arrives
-     * later as a `PermissionAnswered` action with that id.
+     * later as a `PermissionAnswered` action with that id. `ask` is a `PermissionAsk`; the
+     * result a `PermissionRequestSent`.
      */
-open func requestPermission(sessionId: String, ask: PermissionAsk)throws  -> PermissionRequestSent  {
-    return try  FfiConverterTypePermissionRequestSent_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func requestPermission(sessionId: String, ask: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_request_permission(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),
-        FfiConverterTypePermissionAsk_lower(ask),uniffiCallStatus
+        FfiConverterData.lower(ask),uniffiCallStatus
     )
 })
 }
     
     /**
-     * Applies a runtime event of a session; returns every output it caused.
+     * Applies a runtime event (a `RuntimeEvent`) of a session; returns every output it caused.
      */
-open func runtimeEvent(sessionId: String, event: RuntimeEvent)throws  -> [Output]  {
-    return try  FfiConverterSequenceTypeOutput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func runtimeEvent(sessionId: String, event: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),
-        FfiConverterTypeRuntimeEvent_lower(event),uniffiCallStatus
+        FfiConverterData.lower(event),uniffiCallStatus
     )
 })
 }
@@ -1142,7 +1082,7 @@ open func runtimeEvent(sessionId: String, event: RuntimeEvent)throws  -> [Output
      * The live sessions.
      */
 open func sessionIds()throws  -> [String]  {
-    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_session_ids(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -1154,7 +1094,7 @@ open func sessionIds()throws  -> [String]  {
      * The live state as JSON, for [`AgentCore::restore`] (drain first).
      */
 open func snapshot()throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_snapshot(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -1163,10 +1103,10 @@ open func snapshot()throws  -> String  {
 }
     
     /**
-     * A live session's turn.
+     * A live session's turn (an optional `TurnPhase`).
      */
-open func turn(sessionId: String)throws  -> Turn?  {
-    return try  FfiConverterOptionTypeTurn.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func turn(sessionId: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentcore_turn(
             self.uniffiCloneHandle(),
@@ -1226,35 +1166,36 @@ public func FfiConverterTypeAgentCore_lower(_ value: AgentCore) -> UInt64 {
 
 
 /**
- * What an agent author implements (the thin layer of each language gives defaults for the
- * optional methods).
+ * What an agent author implements (each language's layer implements it over the author's
+ * own agent class, with defaults for the optional methods). Values cross encoded.
  */
 public protocol AgentRuntime: AnyObject, Sendable {
     
     /**
-     * Runs one turn whose opening input is `input` (empty when the runtime started it).
+     * Runs one turn whose opening input is `input` (a list of `UserInput`; empty when the
+     * runtime started it); returns how it ended (a `TurnEnd`).
      */
-    func runTurn(turn: TurnContext, input: [UserInput]) async throws  -> TurnEnd
+    func runTurn(turn: TurnContext, input: Data) async throws  -> Data
     
     /**
-     * A client created a session.
+     * A client created a session (`setup` is a `SessionSetup`).
      */
-    func sessionOpened(sessionId: String, setup: SessionSetup) async throws 
+    func sessionOpened(sessionId: String, setup: Data) async throws 
     
     /**
      * A client resumed a session (its history was already replayed).
      */
-    func sessionResumed(sessionId: String, setup: SessionSetup) async throws 
+    func sessionResumed(sessionId: String, setup: Data) async throws 
     
     /**
-     * The session was closed; `dropped` were pending (never delivered).
+     * The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
      */
-    func sessionClosed(sessionId: String, dropped: [PendingInject]) async throws 
+    func sessionClosed(sessionId: String, dropped: Data) async throws 
     
 }
 /**
- * What an agent author implements (the thin layer of each language gives defaults for the
- * optional methods).
+ * What an agent author implements (each language's layer implements it over the author's
+ * own agent class, with defaults for the optional methods). Values cross encoded.
  */
 open class AgentRuntimeImpl: AgentRuntime, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -1310,78 +1251,79 @@ open class AgentRuntimeImpl: AgentRuntime, @unchecked Sendable {
 
     
     /**
-     * Runs one turn whose opening input is `input` (empty when the runtime started it).
+     * Runs one turn whose opening input is `input` (a list of `UserInput`; empty when the
+     * runtime started it); returns how it ended (a `TurnEnd`).
      */
-open func runTurn(turn: TurnContext, input: [UserInput])async throws  -> TurnEnd  {
+open func runTurn(turn: TurnContext, input: Data)async throws  -> Data  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn(
-                        self.uniffiCloneHandle(),FfiConverterTypeTurnContext_lower(turn),FfiConverterSequenceTypeUserInput.lower(input)
+                        self.uniffiCloneHandle(),FfiConverterTypeTurnContext_lower(turn),FfiConverterData.lower(input)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterTypeTurnEnd_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
-     * A client created a session.
+     * A client created a session (`setup` is a `SessionSetup`).
      */
-open func sessionOpened(sessionId: String, setup: SessionSetup)async throws   {
+open func sessionOpened(sessionId: String, setup: Data)async throws   {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterTypeSessionSetup_lower(setup)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(setup)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
      * A client resumed a session (its history was already replayed).
      */
-open func sessionResumed(sessionId: String, setup: SessionSetup)async throws   {
+open func sessionResumed(sessionId: String, setup: Data)async throws   {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterTypeSessionSetup_lower(setup)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(setup)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
-     * The session was closed; `dropped` were pending (never delivered).
+     * The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
      */
-open func sessionClosed(sessionId: String, dropped: [PendingInject])async throws   {
+open func sessionClosed(sessionId: String, dropped: Data)async throws   {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterSequenceTypePendingInject.lower(dropped)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(dropped)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
@@ -1422,21 +1364,21 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
             uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
         ) in
             let makeCall = {
-                () async throws -> TurnEnd in
+                () async throws -> Data in
                 guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
                     throw UniffiInternalError.unexpectedStaleHandle
                 }
                 return try await uniffiObj.runTurn(
                      turn: try FfiConverterTypeTurnContext_lift(turn),
-                     input: try FfiConverterSequenceTypeUserInput.lift(input)
+                     input: try FfiConverterData.lift(input)
                 )
             }
 
-            let uniffiHandleSuccess = { (returnValue: TurnEnd) in
+            let uniffiHandleSuccess = { (returnValue: Data) in
                 uniffiFutureCallback(
                     uniffiCallbackData,
                     UniffiForeignFutureResultRustBuffer(
-                        returnValue: FfiConverterTypeTurnEnd_lower(returnValue),
+                        returnValue: FfiConverterData.lower(returnValue),
                         callStatus: RustCallStatus()
                     )
                 )
@@ -1454,7 +1396,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 makeCall: makeCall,
                 handleSuccess: uniffiHandleSuccess,
                 handleError: uniffiHandleError,
-                lowerError: FfiConverterTypeAcpError_lower,
+                lowerError: FfiConverterTypeFfiError_lower,
                 droppedCallback: uniffiOutDroppedCallback
             )
         },
@@ -1473,7 +1415,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 }
                 return try await uniffiObj.sessionOpened(
                      sessionId: try FfiConverterString.lift(sessionId),
-                     setup: try FfiConverterTypeSessionSetup_lift(setup)
+                     setup: try FfiConverterData.lift(setup)
                 )
             }
 
@@ -1497,7 +1439,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 makeCall: makeCall,
                 handleSuccess: uniffiHandleSuccess,
                 handleError: uniffiHandleError,
-                lowerError: FfiConverterTypeAcpError_lower,
+                lowerError: FfiConverterTypeFfiError_lower,
                 droppedCallback: uniffiOutDroppedCallback
             )
         },
@@ -1516,7 +1458,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 }
                 return try await uniffiObj.sessionResumed(
                      sessionId: try FfiConverterString.lift(sessionId),
-                     setup: try FfiConverterTypeSessionSetup_lift(setup)
+                     setup: try FfiConverterData.lift(setup)
                 )
             }
 
@@ -1540,7 +1482,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 makeCall: makeCall,
                 handleSuccess: uniffiHandleSuccess,
                 handleError: uniffiHandleError,
-                lowerError: FfiConverterTypeAcpError_lower,
+                lowerError: FfiConverterTypeFfiError_lower,
                 droppedCallback: uniffiOutDroppedCallback
             )
         },
@@ -1559,7 +1501,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 }
                 return try await uniffiObj.sessionClosed(
                      sessionId: try FfiConverterString.lift(sessionId),
-                     dropped: try FfiConverterSequenceTypePendingInject.lift(dropped)
+                     dropped: try FfiConverterData.lift(dropped)
                 )
             }
 
@@ -1583,7 +1525,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 makeCall: makeCall,
                 handleSuccess: uniffiHandleSuccess,
                 handleError: uniffiHandleError,
-                lowerError: FfiConverterTypeAcpError_lower,
+                lowerError: FfiConverterTypeFfiError_lower,
                 droppedCallback: uniffiOutDroppedCallback
             )
         }
@@ -1759,18 +1701,18 @@ open class AgentServer: AgentServerProtocol, @unchecked Sendable {
         return try! rustCall { uniffi_acp_inject_ffi_fn_clone_agentserver(self.handle, $0) }
     }
     /**
-     * Builds the agent around `runtime`; with `store_path`, sessions live in that store and
-     * outlive the process: a SQLite file's path, or a `postgres://` URL that several agent
-     * hosts share (`acp_inject_store::open` describes its `acp_host` and `acp_lease_ms`
-     * parameters).
+     * Builds the agent around `runtime`, configured by `config` (an `AgentConfig`); with
+     * `store_path`, sessions live in that store and outlive the process: a SQLite file's path,
+     * or a `postgres://` URL that several agent hosts share (`acp_inject_store::open`
+     * describes its `acp_host` and `acp_lease_ms` parameters).
      */
-public convenience init(runtime: AgentRuntime, config: AgentConfig, storePath: String?)throws  {
+public convenience init(runtime: AgentRuntime, config: Data, storePath: String?)throws  {
     let handle =
-        try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_constructor_agentserver_new(
         FfiConverterTypeAgentRuntime_lower(runtime),
-        FfiConverterTypeAgentConfig_lower(config),
+        FfiConverterData.lower(config),
         FfiConverterOptionString.lower(storePath),uniffiCallStatus
     )
 }
@@ -1792,7 +1734,7 @@ public convenience init(runtime: AgentRuntime, config: AgentConfig, storePath: S
     /**
      * Closes a session from the agent's side.
      */
-open func closeSession(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func closeSession(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentserver_close_session(
             self.uniffiCloneHandle(),
@@ -1821,7 +1763,7 @@ open func listen(addr: String, bearerToken: String?, allowedOrigins: [String])as
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterString.lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
@@ -1840,7 +1782,7 @@ open func runStdio()async throws   {
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
@@ -1880,7 +1822,7 @@ open func shutdown()async   {
     /**
      * Starts a turn in a session with no user message.
      */
-open func startTurn(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func startTurn(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_agentserver_start_turn(
             self.uniffiCloneHandle(),
@@ -1907,7 +1849,7 @@ open func stopped()async throws   {
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
@@ -1968,23 +1910,24 @@ public func FfiConverterTypeAgentServer_lower(_ value: AgentServer) -> UInt64 {
 public protocol ClientCoreProtocol: AnyObject, Sendable {
     
     /**
-     * Answers an open `session/request_permission`.
+     * Answers the open `session/request_permission` `request` (a `RequestId`) with `outcome`
+     * (a `RequestPermissionOutcome`).
      */
-    func answerPermission(request: RequestId, outcome: RequestPermissionOutcome) throws 
+    func answerPermission(request: Data, outcome: Data) throws 
     
     /**
-     * Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
-     * `initialize`. A version 1 agent takes no injects: this client holds queued messages
-     * for it (C-HELD-1).
+     * Takes the agent's protocol version (1 or 2) and inject capabilities (an optional
+     * `InjectCapabilities`) as known, without `initialize`. A version 1 agent takes no
+     * injects: this client holds queued messages for it (C-HELD-1).
      */
-    func assumeAgent(protocolVersion: UInt16, inject: InjectCapabilities?) throws 
+    func assumeAgent(protocolVersion: UInt16, inject: Data) throws 
     
     /**
-     * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
-     * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
-     * as ACP PR #2043 allows).
+     * Takes the agent's inject capabilities (an optional `InjectCapabilities`) as known,
+     * without `initialize`, tolerantly as an `initialize` answer's (a `steer` without
+     * `steerInStream` is accepted, as ACP PR #2043 allows).
      */
-    func assumeCapabilities(inject: InjectCapabilities?) throws 
+    func assumeCapabilities(inject: Data) throws 
     
     /**
      * `session/cancel`.
@@ -1992,21 +1935,19 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func cancel(sessionId: String) throws 
     
     /**
-     * `session/close`.
+     * `session/close`; the request's id.
      */
-    func close(sessionId: String) throws  -> RequestId
+    func close(sessionId: String) throws  -> Data
     
     /**
-     * Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
-     * Rust buffer first: the cheapest call for a reader that hands over each line (or read)
-     * as it comes, e.g. Python's `bytes` from `readline()`.
+     * Applies bytes the agent wrote, in any chunking; the events (a list of `Event`).
      */
-    func feed(bytes: Data) throws  -> [Event]
+    func feed(bytes: Data) throws  -> Data
     
     /**
-     * The agent's output ended: a last line without a newline is still read.
+     * The agent's output ended: a last line without a newline is still read. The events.
      */
-    func finish() throws  -> [Event]
+    func finish() throws  -> Data
     
     /**
      * Lines dropped (malformed, oversized, answers to no request), counted.
@@ -2014,19 +1955,21 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func ignoredLines() throws  -> UInt64
     
     /**
-     * `initialize`; `pending_updates` opts into the pending-list extension.
+     * `initialize` as `client` (an `Implementation`); `pending_updates` opts into the
+     * pending-list extension. The request's id (a `RequestId`).
      */
-    func initialize(client: Implementation, pendingUpdates: Bool) throws  -> RequestId
+    func initialize(client: Data, pendingUpdates: Bool) throws  -> Data
     
     /**
-     * `session/inject`.
+     * `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`);
+     * the request's id.
      */
-    func inject(sessionId: String, mode: InjectMode, content: [ContentBlock]) throws  -> RequestId
+    func inject(sessionId: String, mode: Data, content: Data) throws  -> Data
     
     /**
-     * The status of one of this client's items.
+     * The status of one of this client's items (an optional `ItemStatus`).
      */
-    func itemStatus(sessionId: String, messageId: String) throws  -> ItemStatus?
+    func itemStatus(sessionId: String, messageId: String) throws  -> Data
     
     /**
      * A handle of this connection for the per-line functions of `lines.rs`
@@ -2037,9 +1980,9 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func linePort()  -> UInt64
     
     /**
-     * `session/list`.
+     * `session/list`; the request's id.
      */
-    func listSessions(cwd: String?, cursor: String?) throws  -> RequestId
+    func listSessions(cwd: String?, cursor: String?) throws  -> Data
     
     /**
      * A session's mirror as JSON, for an app that restarts without resuming.
@@ -2047,9 +1990,9 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func mirrorJson(sessionId: String) throws  -> String?
     
     /**
-     * `session/new`.
+     * `session/new` with `mcp_servers` (a list of `McpServer`); the request's id.
      */
-    func newSession(cwd: String, additionalDirectories: [String], mcpServers: [McpServer]) throws  -> RequestId
+    func newSession(cwd: String, additionalDirectories: [String], mcpServers: Data) throws  -> Data
     
     /**
      * Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
@@ -2057,9 +2000,9 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func openSession(sessionId: String, mirrorJson: String?) throws 
     
     /**
-     * `session/prompt`.
+     * `session/prompt` of `content` (a list of `ContentBlock`); the request's id.
      */
-    func prompt(sessionId: String, content: [ContentBlock]) throws  -> RequestId
+    func prompt(sessionId: String, content: Data) throws  -> Data
     
     /**
      * The protocol version `initialize` settled (2 until an agent answers 1).
@@ -2067,57 +2010,50 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
     func protocolVersion()  -> UInt16
     
     /**
-     * Applies one line from the agent and returns the events it caused (the per-line path:
-     * one crossing per line).
+     * Applies one line from the agent; the events it caused (a list of `Event`).
      */
-    func receive(line: String) throws  -> [Event]
+    func receive(line: String) throws  -> Data
     
     /**
-     * Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
-     * path: one crossing per read).
+     * Like [`ClientCore::feed`] for text (a string crosses as one copy).
      */
-    func receiveBytes(bytes: Data) throws  -> [Event]
+    func receiveText(text: String) throws  -> Data
     
     /**
-     * Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+     * `session/replace_inject` with `content` (a list of `ContentBlock`); the request's id.
      */
-    func receiveText(text: String) throws  -> [Event]
+    func replace(sessionId: String, messageId: String, content: Data) throws  -> Data
     
     /**
-     * `session/replace_inject`.
+     * `session/resume`; the request's id.
      */
-    func replace(sessionId: String, messageId: String, content: [ContentBlock]) throws  -> RequestId
+    func resume(sessionId: String, cwd: String, replay: Bool) throws  -> Data
     
     /**
-     * `session/resume`.
+     * `session/revoke_inject`; the request's id.
      */
-    func resume(sessionId: String, cwd: String, replay: Bool) throws  -> RequestId
+    func revoke(sessionId: String, messageId: String) throws  -> Data
     
     /**
-     * `session/revoke_inject`.
+     * What to do with a steer when the agent takes no injects (an optional `SteerFallback`,
+     * C-HELD-3); absent refuses it with `CallRejected.SteerNotSupported`.
      */
-    func revoke(sessionId: String, messageId: String) throws  -> RequestId
+    func setSteerFallback(fallback: Data) throws 
     
     /**
-     * What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
-     * with `CallRejected.SteerNotSupported`.
+     * Everything a UI renders for a session (an optional `MirrorSnapshot`).
      */
-    func setSteerFallback(fallback: SteerFallback?) throws 
+    func snapshot(sessionId: String) throws  -> Data
     
     /**
-     * Everything a UI renders for a session.
+     * `session/status`; the request's id.
      */
-    func snapshot(sessionId: String) throws  -> MirrorSnapshot?
-    
-    /**
-     * `session/status`.
-     */
-    func status(sessionId: String) throws  -> RequestId
+    func status(sessionId: String) throws  -> Data
     
     /**
      * Every event not yet returned (calls queue events too: an item is `sending`).
      */
-    func takeEvents() throws  -> [Event]
+    func takeEvents() throws  -> Data
     
     /**
      * Every line to send to the agent, in order.
@@ -2195,43 +2131,44 @@ public convenience init(maxLineBytes: UInt64) {
 
     
     /**
-     * Answers an open `session/request_permission`.
+     * Answers the open `session/request_permission` `request` (a `RequestId`) with `outcome`
+     * (a `RequestPermissionOutcome`).
      */
-open func answerPermission(request: RequestId, outcome: RequestPermissionOutcome)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func answerPermission(request: Data, outcome: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission(
             self.uniffiCloneHandle(),
-        FfiConverterTypeRequestId_lower(request),
-        FfiConverterTypeRequestPermissionOutcome_lower(outcome),uniffiCallStatus
+        FfiConverterData.lower(request),
+        FfiConverterData.lower(outcome),uniffiCallStatus
     )
 }
 }
     
     /**
-     * Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
-     * `initialize`. A version 1 agent takes no injects: this client holds queued messages
-     * for it (C-HELD-1).
+     * Takes the agent's protocol version (1 or 2) and inject capabilities (an optional
+     * `InjectCapabilities`) as known, without `initialize`. A version 1 agent takes no
+     * injects: this client holds queued messages for it (C-HELD-1).
      */
-open func assumeAgent(protocolVersion: UInt16, inject: InjectCapabilities?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func assumeAgent(protocolVersion: UInt16, inject: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent(
             self.uniffiCloneHandle(),
         FfiConverterUInt16.lower(protocolVersion),
-        FfiConverterOptionTypeInjectCapabilities.lower(inject),uniffiCallStatus
+        FfiConverterData.lower(inject),uniffiCallStatus
     )
 }
 }
     
     /**
-     * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
-     * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
-     * as ACP PR #2043 allows).
+     * Takes the agent's inject capabilities (an optional `InjectCapabilities`) as known,
+     * without `initialize`, tolerantly as an `initialize` answer's (a `steer` without
+     * `steerInStream` is accepted, as ACP PR #2043 allows).
      */
-open func assumeCapabilities(inject: InjectCapabilities?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func assumeCapabilities(inject: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(
             self.uniffiCloneHandle(),
-        FfiConverterOptionTypeInjectCapabilities.lower(inject),uniffiCallStatus
+        FfiConverterData.lower(inject),uniffiCallStatus
     )
 }
 }
@@ -2239,7 +2176,7 @@ open func assumeCapabilities(inject: InjectCapabilities?)throws   {try rustCallW
     /**
      * `session/cancel`.
      */
-open func cancel(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func cancel(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_cancel(
             self.uniffiCloneHandle(),
@@ -2249,10 +2186,10 @@ open func cancel(sessionId: String)throws   {try rustCallWithError(FfiConverterT
 }
     
     /**
-     * `session/close`.
+     * `session/close`; the request's id.
      */
-open func close(sessionId: String)throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func close(sessionId: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_close(
             self.uniffiCloneHandle(),
@@ -2262,12 +2199,10 @@ open func close(sessionId: String)throws  -> RequestId  {
 }
     
     /**
-     * Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
-     * Rust buffer first: the cheapest call for a reader that hands over each line (or read)
-     * as it comes, e.g. Python's `bytes` from `readline()`.
+     * Applies bytes the agent wrote, in any chunking; the events (a list of `Event`).
      */
-open func feed(bytes: Data)throws  -> [Event]  {
-    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func feed(bytes: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
         FfiConverterByRefBytes.lower(bytes) { bytesFb in
     uniffi_acp_inject_ffi_fn_method_clientcore_feed(
@@ -2279,10 +2214,10 @@ open func feed(bytes: Data)throws  -> [Event]  {
 }
     
     /**
-     * The agent's output ended: a last line without a newline is still read.
+     * The agent's output ended: a last line without a newline is still read. The events.
      */
-open func finish()throws  -> [Event]  {
-    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func finish()throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_finish(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -2294,7 +2229,7 @@ open func finish()throws  -> [Event]  {
      * Lines dropped (malformed, oversized, answers to no request), counted.
      */
 open func ignoredLines()throws  -> UInt64  {
-    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -2303,39 +2238,41 @@ open func ignoredLines()throws  -> UInt64  {
 }
     
     /**
-     * `initialize`; `pending_updates` opts into the pending-list extension.
+     * `initialize` as `client` (an `Implementation`); `pending_updates` opts into the
+     * pending-list extension. The request's id (a `RequestId`).
      */
-open func initialize(client: Implementation, pendingUpdates: Bool)throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func initialize(client: Data, pendingUpdates: Bool)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_initialize(
             self.uniffiCloneHandle(),
-        FfiConverterTypeImplementation_lower(client),
+        FfiConverterData.lower(client),
         FfiConverterBool.lower(pendingUpdates),uniffiCallStatus
     )
 })
 }
     
     /**
-     * `session/inject`.
+     * `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`);
+     * the request's id.
      */
-open func inject(sessionId: String, mode: InjectMode, content: [ContentBlock])throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func inject(sessionId: String, mode: Data, content: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_inject(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),
-        FfiConverterTypeInjectMode_lower(mode),
-        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
+        FfiConverterData.lower(mode),
+        FfiConverterData.lower(content),uniffiCallStatus
     )
 })
 }
     
     /**
-     * The status of one of this client's items.
+     * The status of one of this client's items (an optional `ItemStatus`).
      */
-open func itemStatus(sessionId: String, messageId: String)throws  -> ItemStatus?  {
-    return try  FfiConverterOptionTypeItemStatus.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func itemStatus(sessionId: String, messageId: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_item_status(
             self.uniffiCloneHandle(),
@@ -2361,10 +2298,10 @@ open func linePort() -> UInt64  {
 }
     
     /**
-     * `session/list`.
+     * `session/list`; the request's id.
      */
-open func listSessions(cwd: String?, cursor: String?)throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func listSessions(cwd: String?, cursor: String?)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions(
             self.uniffiCloneHandle(),
@@ -2378,7 +2315,7 @@ open func listSessions(cwd: String?, cursor: String?)throws  -> RequestId  {
      * A session's mirror as JSON, for an app that restarts without resuming.
      */
 open func mirrorJson(sessionId: String)throws  -> String?  {
-    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json(
             self.uniffiCloneHandle(),
@@ -2388,16 +2325,16 @@ open func mirrorJson(sessionId: String)throws  -> String?  {
 }
     
     /**
-     * `session/new`.
+     * `session/new` with `mcp_servers` (a list of `McpServer`); the request's id.
      */
-open func newSession(cwd: String, additionalDirectories: [String], mcpServers: [McpServer])throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func newSession(cwd: String, additionalDirectories: [String], mcpServers: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_new_session(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(cwd),
         FfiConverterSequenceString.lower(additionalDirectories),
-        FfiConverterSequenceTypeMcpServer.lower(mcpServers),uniffiCallStatus
+        FfiConverterData.lower(mcpServers),uniffiCallStatus
     )
 })
 }
@@ -2405,7 +2342,7 @@ open func newSession(cwd: String, additionalDirectories: [String], mcpServers: [
     /**
      * Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
      */
-open func openSession(sessionId: String, mirrorJson: String?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func openSession(sessionId: String, mirrorJson: String?)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_open_session(
             self.uniffiCloneHandle(),
@@ -2416,15 +2353,15 @@ open func openSession(sessionId: String, mirrorJson: String?)throws   {try rustC
 }
     
     /**
-     * `session/prompt`.
+     * `session/prompt` of `content` (a list of `ContentBlock`); the request's id.
      */
-open func prompt(sessionId: String, content: [ContentBlock])throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func prompt(sessionId: String, content: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_prompt(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),
-        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
+        FfiConverterData.lower(content),uniffiCallStatus
     )
 })
 }
@@ -2442,11 +2379,10 @@ open func protocolVersion() -> UInt16  {
 }
     
     /**
-     * Applies one line from the agent and returns the events it caused (the per-line path:
-     * one crossing per line).
+     * Applies one line from the agent; the events it caused (a list of `Event`).
      */
-open func receive(line: String)throws  -> [Event]  {
-    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func receive(line: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_receive(
             self.uniffiCloneHandle(),
@@ -2456,24 +2392,10 @@ open func receive(line: String)throws  -> [Event]  {
 }
     
     /**
-     * Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
-     * path: one crossing per read).
+     * Like [`ClientCore::feed`] for text (a string crosses as one copy).
      */
-open func receiveBytes(bytes: Data)throws  -> [Event]  {
-    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes(
-            self.uniffiCloneHandle(),
-        FfiConverterData.lower(bytes),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
-     */
-open func receiveText(text: String)throws  -> [Event]  {
-    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func receiveText(text: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_receive_text(
             self.uniffiCloneHandle(),
@@ -2483,25 +2405,25 @@ open func receiveText(text: String)throws  -> [Event]  {
 }
     
     /**
-     * `session/replace_inject`.
+     * `session/replace_inject` with `content` (a list of `ContentBlock`); the request's id.
      */
-open func replace(sessionId: String, messageId: String, content: [ContentBlock])throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func replace(sessionId: String, messageId: String, content: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_replace(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),
         FfiConverterString.lower(messageId),
-        FfiConverterSequenceTypeContentBlock.lower(content),uniffiCallStatus
+        FfiConverterData.lower(content),uniffiCallStatus
     )
 })
 }
     
     /**
-     * `session/resume`.
+     * `session/resume`; the request's id.
      */
-open func resume(sessionId: String, cwd: String, replay: Bool)throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func resume(sessionId: String, cwd: String, replay: Bool)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_resume(
             self.uniffiCloneHandle(),
@@ -2513,10 +2435,10 @@ open func resume(sessionId: String, cwd: String, replay: Bool)throws  -> Request
 }
     
     /**
-     * `session/revoke_inject`.
+     * `session/revoke_inject`; the request's id.
      */
-open func revoke(sessionId: String, messageId: String)throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func revoke(sessionId: String, messageId: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_revoke(
             self.uniffiCloneHandle(),
@@ -2527,23 +2449,23 @@ open func revoke(sessionId: String, messageId: String)throws  -> RequestId  {
 }
     
     /**
-     * What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
-     * with `CallRejected.SteerNotSupported`.
+     * What to do with a steer when the agent takes no injects (an optional `SteerFallback`,
+     * C-HELD-3); absent refuses it with `CallRejected.SteerNotSupported`.
      */
-open func setSteerFallback(fallback: SteerFallback?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func setSteerFallback(fallback: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback(
             self.uniffiCloneHandle(),
-        FfiConverterOptionTypeSteerFallback.lower(fallback),uniffiCallStatus
+        FfiConverterData.lower(fallback),uniffiCallStatus
     )
 }
 }
     
     /**
-     * Everything a UI renders for a session.
+     * Everything a UI renders for a session (an optional `MirrorSnapshot`).
      */
-open func snapshot(sessionId: String)throws  -> MirrorSnapshot?  {
-    return try  FfiConverterOptionTypeMirrorSnapshot.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func snapshot(sessionId: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_snapshot(
             self.uniffiCloneHandle(),
@@ -2553,10 +2475,10 @@ open func snapshot(sessionId: String)throws  -> MirrorSnapshot?  {
 }
     
     /**
-     * `session/status`.
+     * `session/status`; the request's id.
      */
-open func status(sessionId: String)throws  -> RequestId  {
-    return try  FfiConverterTypeRequestId_lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func status(sessionId: String)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_status(
             self.uniffiCloneHandle(),
@@ -2568,8 +2490,8 @@ open func status(sessionId: String)throws  -> RequestId  {
     /**
      * Every event not yet returned (calls queue events too: an item is `sending`).
      */
-open func takeEvents()throws  -> [Event]  {
-    return try  FfiConverterSequenceTypeEvent.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func takeEvents()throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_take_events(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -2581,7 +2503,7 @@ open func takeEvents()throws  -> [Event]  {
      * Every line to send to the agent, in order.
      */
 open func takeOutgoing()throws  -> [String]  {
-    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -2645,9 +2567,9 @@ public func FfiConverterTypeClientCore_lower(_ value: ClientCore) -> UInt64 {
 public protocol ConnectionProtocol: AnyObject, Sendable {
     
     /**
-     * The agent's `initialize` answer.
+     * The agent's `initialize` answer (an `InitializeResponse`).
      */
-    func agent()  -> InitializeResponse
+    func agent()  -> Data
     
     /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
@@ -2660,14 +2582,14 @@ public protocol ConnectionProtocol: AnyObject, Sendable {
     func ignored()  -> [String]
     
     /**
-     * `session/list`: one page.
+     * `session/list`: one page (a `SessionPage`).
      */
-    func listSessions(cwd: String?, cursor: String?) async throws  -> SessionPage
+    func listSessions(cwd: String?, cursor: String?) async throws  -> Data
     
     /**
-     * `session/new`.
+     * `session/new` with `mcp_servers` (a list of `McpServer`).
      */
-    func newSession(cwd: String, additionalDirectories: [String], mcpServers: [McpServer]) async throws  -> Session
+    func newSession(cwd: String, additionalDirectories: [String], mcpServers: Data) async throws  -> Session
     
     /**
      * `session/resume`; with `replay` the conversation is replayed into the session first.
@@ -2732,10 +2654,10 @@ open class Connection: ConnectionProtocol, @unchecked Sendable {
 
     
     /**
-     * The agent's `initialize` answer.
+     * The agent's `initialize` answer (an `InitializeResponse`).
      */
-open func agent() -> InitializeResponse  {
-    return try!  FfiConverterTypeInitializeResponse_lift(try! rustCall() {
+open func agent() -> Data  {
+    return try!  FfiConverterData.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_connection_agent(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -2758,7 +2680,7 @@ open func close()async throws   {
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
@@ -2775,9 +2697,9 @@ open func ignored() -> [String]  {
 }
     
     /**
-     * `session/list`: one page.
+     * `session/list`: one page (a `SessionPage`).
      */
-open func listSessions(cwd: String?, cursor: String?)async throws  -> SessionPage  {
+open func listSessions(cwd: String?, cursor: String?)async throws  -> Data  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
@@ -2788,27 +2710,27 @@ open func listSessions(cwd: String?, cursor: String?)async throws  -> SessionPag
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterTypeSessionPage_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
-     * `session/new`.
+     * `session/new` with `mcp_servers` (a list of `McpServer`).
      */
-open func newSession(cwd: String, additionalDirectories: [String], mcpServers: [McpServer])async throws  -> Session  {
+open func newSession(cwd: String, additionalDirectories: [String], mcpServers: Data)async throws  -> Session  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_connection_new_session(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(cwd),FfiConverterSequenceString.lower(additionalDirectories),FfiConverterSequenceTypeMcpServer.lower(mcpServers)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(cwd),FfiConverterSequenceString.lower(additionalDirectories),FfiConverterData.lower(mcpServers)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_u64,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
             liftFunc: FfiConverterTypeSession_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
@@ -2827,7 +2749,7 @@ open func resume(sessionId: String, cwd: String, replay: Bool)async throws  -> S
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
             liftFunc: FfiConverterTypeSession_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
@@ -2887,9 +2809,10 @@ public func FfiConverterTypeConnection_lower(_ value: Connection) -> UInt64 {
 public protocol SessionProtocol: AnyObject, Sendable {
     
     /**
-     * Answers an open permission request of this session.
+     * Answers the open permission request `request` (a `RequestId`) of this session with
+     * `outcome` (a `RequestPermissionOutcome`).
      */
-    func answerPermission(request: RequestId, outcome: RequestPermissionOutcome) throws 
+    func answerPermission(request: Data, outcome: Data) throws 
     
     /**
      * `session/cancel`.
@@ -2907,46 +2830,48 @@ public protocol SessionProtocol: AnyObject, Sendable {
     func id()  -> String
     
     /**
-     * `session/inject`: returns when accepted, with the id its `user_message` will carry.
+     * `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`):
+     * returns when accepted, with the id its `user_message` will carry.
      */
-    func inject(mode: InjectMode, content: [ContentBlock]) async throws  -> MessageId
+    func inject(mode: Data, content: Data) async throws  -> String
     
     /**
-     * Waits for activity, then returns all of it (one batch per read from the agent); raises
-     * `Disconnected` once the connection ended and nothing is left.
+     * Waits for activity, then returns all of it (a list of `SessionActivity`, one batch per
+     * read from the agent); raises `Disconnected` once the connection ended and nothing is left.
      */
-    func nextEvents() async throws  -> [SessionActivity]
+    func nextEvents() async throws  -> Data
     
     /**
-     * `session/prompt`: returns when the message is inserted, with its id.
+     * `session/prompt` of `content` (a list of `ContentBlock`): returns when the message is
+     * inserted, with its id (an optional `MessageId`).
      */
-    func prompt(content: [ContentBlock]) async throws  -> MessageId?
+    func prompt(content: Data) async throws  -> Data
     
     /**
-     * `session/replace_inject`.
+     * `session/replace_inject` with `content` (a list of `ContentBlock`).
      */
-    func replace(messageId: MessageId, content: [ContentBlock]) async throws 
+    func replace(messageId: String, content: Data) async throws 
     
     /**
      * `session/revoke_inject`.
      */
-    func revoke(messageId: MessageId) async throws 
+    func revoke(messageId: String) async throws 
     
     /**
-     * Everything a UI renders for this session now.
+     * Everything a UI renders for this session now (an optional `MirrorSnapshot`).
      */
-    func snapshot()  -> MirrorSnapshot?
+    func snapshot()  -> Data
     
     /**
-     * `session/status`: `open` (with the session's state when reported) or `saved`; -32002
-     * for a session the agent does not know.
+     * `session/status` (a `SessionStatusResponse`): `open` (with the session's state when
+     * reported) or `saved`; -32002 for a session the agent does not know.
      */
-    func status() async throws  -> SessionStatusResponse
+    func status() async throws  -> Data
     
     /**
-     * Whatever activity is queued now, without waiting.
+     * Whatever activity is queued now, without waiting (a list of `SessionActivity`).
      */
-    func takeEvents()  -> [SessionActivity]
+    func takeEvents()  -> Data
     
 }
 /**
@@ -3006,14 +2931,15 @@ open class Session: SessionProtocol, @unchecked Sendable {
 
     
     /**
-     * Answers an open permission request of this session.
+     * Answers the open permission request `request` (a `RequestId`) of this session with
+     * `outcome` (a `RequestPermissionOutcome`).
      */
-open func answerPermission(request: RequestId, outcome: RequestPermissionOutcome)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func answerPermission(request: Data, outcome: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_session_answer_permission(
             self.uniffiCloneHandle(),
-        FfiConverterTypeRequestId_lower(request),
-        FfiConverterTypeRequestPermissionOutcome_lower(outcome),uniffiCallStatus
+        FfiConverterData.lower(request),
+        FfiConverterData.lower(outcome),uniffiCallStatus
     )
 }
 }
@@ -3021,7 +2947,7 @@ open func answerPermission(request: RequestId, outcome: RequestPermissionOutcome
     /**
      * `session/cancel`.
      */
-open func cancel()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func cancel()throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_session_cancel(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3044,7 +2970,7 @@ open func close()async throws   {
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
@@ -3061,29 +2987,30 @@ open func id() -> String  {
 }
     
     /**
-     * `session/inject`: returns when accepted, with the id its `user_message` will carry.
+     * `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`):
+     * returns when accepted, with the id its `user_message` will carry.
      */
-open func inject(mode: InjectMode, content: [ContentBlock])async throws  -> MessageId  {
+open func inject(mode: Data, content: Data)async throws  -> String  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_session_inject(
-                        self.uniffiCloneHandle(),FfiConverterTypeInjectMode_lower(mode),FfiConverterSequenceTypeContentBlock.lower(content)
+                        self.uniffiCloneHandle(),FfiConverterData.lower(mode),FfiConverterData.lower(content)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterTypeMessageId_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
-     * Waits for activity, then returns all of it (one batch per read from the agent); raises
-     * `Disconnected` once the connection ended and nothing is left.
+     * Waits for activity, then returns all of it (a list of `SessionActivity`, one batch per
+     * read from the agent); raises `Disconnected` once the connection ended and nothing is left.
      */
-open func nextEvents()async throws  -> [SessionActivity]  {
+open func nextEvents()async throws  -> Data  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
@@ -3094,73 +3021,74 @@ open func nextEvents()async throws  -> [SessionActivity]  {
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterSequenceTypeSessionActivity.lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
-     * `session/prompt`: returns when the message is inserted, with its id.
+     * `session/prompt` of `content` (a list of `ContentBlock`): returns when the message is
+     * inserted, with its id (an optional `MessageId`).
      */
-open func prompt(content: [ContentBlock])async throws  -> MessageId?  {
+open func prompt(content: Data)async throws  -> Data  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_session_prompt(
-                        self.uniffiCloneHandle(),FfiConverterSequenceTypeContentBlock.lower(content)
+                        self.uniffiCloneHandle(),FfiConverterData.lower(content)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterOptionTypeMessageId.lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
-     * `session/replace_inject`.
+     * `session/replace_inject` with `content` (a list of `ContentBlock`).
      */
-open func replace(messageId: MessageId, content: [ContentBlock])async throws   {
+open func replace(messageId: String, content: Data)async throws   {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_session_replace(
-                        self.uniffiCloneHandle(),FfiConverterTypeMessageId_lower(messageId),FfiConverterSequenceTypeContentBlock.lower(content)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(messageId),FfiConverterData.lower(content)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
      * `session/revoke_inject`.
      */
-open func revoke(messageId: MessageId)async throws   {
+open func revoke(messageId: String)async throws   {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_session_revoke(
-                        self.uniffiCloneHandle(),FfiConverterTypeMessageId_lower(messageId)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(messageId)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
-     * Everything a UI renders for this session now.
+     * Everything a UI renders for this session now (an optional `MirrorSnapshot`).
      */
-open func snapshot() -> MirrorSnapshot?  {
-    return try!  FfiConverterOptionTypeMirrorSnapshot.lift(try! rustCall() {
+open func snapshot() -> Data  {
+    return try!  FfiConverterData.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_session_snapshot(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3169,10 +3097,10 @@ open func snapshot() -> MirrorSnapshot?  {
 }
     
     /**
-     * `session/status`: `open` (with the session's state when reported) or `saved`; -32002
-     * for a session the agent does not know.
+     * `session/status` (a `SessionStatusResponse`): `open` (with the session's state when
+     * reported) or `saved`; -32002 for a session the agent does not know.
      */
-open func status()async throws  -> SessionStatusResponse  {
+open func status()async throws  -> Data  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
@@ -3183,16 +3111,16 @@ open func status()async throws  -> SessionStatusResponse  {
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterTypeSessionStatusResponse_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
-     * Whatever activity is queued now, without waiting.
+     * Whatever activity is queued now, without waiting (a list of `SessionActivity`).
      */
-open func takeEvents() -> [SessionActivity]  {
-    return try!  FfiConverterSequenceTypeSessionActivity.lift(try! rustCall() {
+open func takeEvents() -> Data  {
+    return try!  FfiConverterData.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_session_take_events(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3256,9 +3184,10 @@ public func FfiConverterTypeSession_lower(_ value: Session) -> UInt64 {
 public protocol TurnContextProtocol: AnyObject, Sendable {
     
     /**
-     * A safe break-point: pending steers are delivered and returned for the model.
+     * A safe break-point (a `BreakPoint`): pending steers are delivered and returned for the
+     * model (a list of `UserInput`).
      */
-    func breakPoint(kind: BreakPoint) throws  -> [UserInput]
+    func breakPoint(kind: Data) throws  -> Data
     
     /**
      * Waits until the client cancels the turn.
@@ -3268,7 +3197,7 @@ public protocol TurnContextProtocol: AnyObject, Sendable {
     /**
      * Clears what was streamed so far for an agent message.
      */
-    func clearMessage(messageId: MessageId) throws 
+    func clearMessage(messageId: String) throws 
     
     /**
      * The session's working directory.
@@ -3293,7 +3222,7 @@ public protocol TurnContextProtocol: AnyObject, Sendable {
     /**
      * A fresh id for an agent message or thought.
      */
-    func newMessageId()  -> MessageId
+    func newMessageId()  -> String
     
     /**
      * A model-process pause began.
@@ -3305,8 +3234,9 @@ public protocol TurnContextProtocol: AnyObject, Sendable {
      * `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
      * `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
      * request's `toolCall`); without, v1 clients get a tool call named after the request.
+     * `options` is a list of `PermissionOption`; the result a `RequestPermissionOutcome`.
      */
-    func requestPermission(title: String, description: String?, options: [PermissionOption], toolCallId: String?) async throws  -> RequestPermissionOutcome
+    func requestPermission(title: String, description: String?, options: Data, toolCallId: String?) async throws  -> Data
     
     /**
      * The pause cleared.
@@ -3314,14 +3244,15 @@ public protocol TurnContextProtocol: AnyObject, Sendable {
     func resumed() throws 
     
     /**
-     * Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+     * Sends one of the runtime's own updates (a `SessionUpdate`: chunks, upserts, tool calls,
+     * plan, usage, …).
      */
-    func send(update: SessionUpdate) throws 
+    func send(update: Data) throws 
     
     /**
      * Streams a piece of text of an agent message.
      */
-    func sendText(messageId: MessageId, text: String) throws 
+    func sendText(messageId: String, text: String) throws 
     
     /**
      * The session this turn belongs to.
@@ -3396,14 +3327,15 @@ open class TurnContext: TurnContextProtocol, @unchecked Sendable {
 
     
     /**
-     * A safe break-point: pending steers are delivered and returned for the model.
+     * A safe break-point (a `BreakPoint`): pending steers are delivered and returned for the
+     * model (a list of `UserInput`).
      */
-open func breakPoint(kind: BreakPoint)throws  -> [UserInput]  {
-    return try  FfiConverterSequenceTypeUserInput.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func breakPoint(kind: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_break_point(
             self.uniffiCloneHandle(),
-        FfiConverterTypeBreakPoint_lower(kind),uniffiCallStatus
+        FfiConverterData.lower(kind),uniffiCallStatus
     )
 })
 }
@@ -3431,11 +3363,11 @@ open func cancelled()async   {
     /**
      * Clears what was streamed so far for an agent message.
      */
-open func clearMessage(messageId: MessageId)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func clearMessage(messageId: String)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_clear_message(
             self.uniffiCloneHandle(),
-        FfiConverterTypeMessageId_lower(messageId),uniffiCallStatus
+        FfiConverterString.lower(messageId),uniffiCallStatus
     )
 }
 }
@@ -3499,8 +3431,8 @@ open func isCancelled() -> Bool  {
     /**
      * A fresh id for an agent message or thought.
      */
-open func newMessageId() -> MessageId  {
-    return try!  FfiConverterTypeMessageId_lift(try! rustCall() {
+open func newMessageId() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_new_message_id(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3511,7 +3443,7 @@ open func newMessageId() -> MessageId  {
     /**
      * A model-process pause began.
      */
-open func paused()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func paused()throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_paused(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3524,27 +3456,28 @@ open func paused()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift)
      * `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
      * `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
      * request's `toolCall`); without, v1 clients get a tool call named after the request.
+     * `options` is a list of `PermissionOption`; the result a `RequestPermissionOutcome`.
      */
-open func requestPermission(title: String, description: String?, options: [PermissionOption], toolCallId: String? = nil)async throws  -> RequestPermissionOutcome  {
+open func requestPermission(title: String, description: String?, options: Data, toolCallId: String?)async throws  -> Data  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(title),FfiConverterOptionString.lower(description),FfiConverterSequenceTypePermissionOption.lower(options),FfiConverterOptionString.lower(toolCallId)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(title),FfiConverterOptionString.lower(description),FfiConverterData.lower(options),FfiConverterOptionString.lower(toolCallId)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterTypeRequestPermissionOutcome_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
     
     /**
      * The pause cleared.
      */
-open func resumed()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func resumed()throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_resumed(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3553,13 +3486,14 @@ open func resumed()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift
 }
     
     /**
-     * Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+     * Sends one of the runtime's own updates (a `SessionUpdate`: chunks, upserts, tool calls,
+     * plan, usage, …).
      */
-open func send(update: SessionUpdate)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func send(update: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_send(
             self.uniffiCloneHandle(),
-        FfiConverterTypeSessionUpdate_lower(update),uniffiCallStatus
+        FfiConverterData.lower(update),uniffiCallStatus
     )
 }
 }
@@ -3567,11 +3501,11 @@ open func send(update: SessionUpdate)throws   {try rustCallWithError(FfiConverte
     /**
      * Streams a piece of text of an agent message.
      */
-open func sendText(messageId: MessageId, text: String)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func sendText(messageId: String, text: String)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_send_text(
             self.uniffiCloneHandle(),
-        FfiConverterTypeMessageId_lower(messageId),
+        FfiConverterString.lower(messageId),
         FfiConverterString.lower(text),uniffiCallStatus
     )
 }
@@ -3592,7 +3526,7 @@ open func sessionId() -> String  {
     /**
      * That stream ended.
      */
-open func streamFinished()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func streamFinished()throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3603,7 +3537,7 @@ open func streamFinished()throws   {try rustCallWithError(FfiConverterTypeAcpErr
     /**
      * A model stream with no tool call pending began.
      */
-open func streamStarted()throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func streamStarted()throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_method_turncontext_stream_started(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -3660,7614 +3594,26 @@ public func FfiConverterTypeTurnContext_lower(_ value: TurnContext) -> UInt64 {
 
 
 /**
- * What an in-progress turn carries.
- */
-public struct Activity: Equatable, Hashable {
-    public var stream: Stream
-    public var cancelRequested: Bool
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(stream: Stream, cancelRequested: Bool) {
-        self.stream = stream
-        self.cancelRequested = cancelRequested
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Activity: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeActivity: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Activity {
-        return
-            try Activity(
-                stream: FfiConverterTypeStream.read(from: &buf), 
-                cancelRequested: FfiConverterBool.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Activity, into buf: inout [UInt8]) {
-        FfiConverterTypeStream.write(value.stream, into: &buf)
-        FfiConverterBool.write(value.cancelRequested, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeActivity_lift(_ buf: RustBuffer) throws -> Activity {
-    return try FfiConverterTypeActivity.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeActivity_lower(_ value: Activity) -> RustBuffer {
-    return FfiConverterTypeActivity.lower(value)
-}
-
-
-/**
- * What the UI may offer (C-PEND-3).
- */
-public struct Affordances: Equatable, Hashable {
-    public var steer: Bool
-    public var editPending: Bool
-    public var revoke: Bool
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(steer: Bool, editPending: Bool, revoke: Bool) {
-        self.steer = steer
-        self.editPending = editPending
-        self.revoke = revoke
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Affordances: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAffordances: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Affordances {
-        return
-            try Affordances(
-                steer: FfiConverterBool.read(from: &buf), 
-                editPending: FfiConverterBool.read(from: &buf), 
-                revoke: FfiConverterBool.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Affordances, into buf: inout [UInt8]) {
-        FfiConverterBool.write(value.steer, into: &buf)
-        FfiConverterBool.write(value.editPending, into: &buf)
-        FfiConverterBool.write(value.revoke, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAffordances_lift(_ buf: RustBuffer) throws -> Affordances {
-    return try FfiConverterTypeAffordances.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAffordances_lower(_ value: Affordances) -> RustBuffer {
-    return FfiConverterTypeAffordances.lower(value)
-}
-
-
-/**
- * Capabilities supported by the agent.
- *
- * Advertised during initialization to inform the client about
- * available features and content types.
- *
- * See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
- */
-public struct AgentCapabilities: Equatable, Hashable {
-    /**
-     * Session capabilities supported by the agent.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not support the
-     * `session/ *` methods. Supplying `{}` means the agent supports the
-     * baseline session methods: `session/new`, `session/list`,
-     * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
-     * and `session/update`.
-     */
-    public var session: SessionCapabilities?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Session capabilities supported by the agent.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the agent does not support the
-         * `session/ *` methods. Supplying `{}` means the agent supports the
-         * baseline session methods: `session/new`, `session/list`,
-         * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
-         * and `session/update`.
-         */session: SessionCapabilities? = nil, meta: JsonObject? = nil) {
-        self.session = session
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentCapabilities {
-        return
-            try AgentCapabilities(
-                session: FfiConverterOptionTypeSessionCapabilities.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentCapabilities, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeSessionCapabilities.write(value.session, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentCapabilities_lift(_ buf: RustBuffer) throws -> AgentCapabilities {
-    return try FfiConverterTypeAgentCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentCapabilities_lower(_ value: AgentCapabilities) -> RustBuffer {
-    return FfiConverterTypeAgentCapabilities.lower(value)
-}
-
-
-/**
- * What an agent advertises and how it behaves.
- */
-public struct AgentConfig: Equatable, Hashable {
-    public var inject: InjectCapabilities?
-    public var policy: Policy
-    public var info: AgentInfo
-    public var setup: SetupSupport
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(inject: InjectCapabilities?, policy: Policy, info: AgentInfo, setup: SetupSupport) {
-        self.inject = inject
-        self.policy = policy
-        self.info = info
-        self.setup = setup
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentConfig: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentConfig: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentConfig {
-        return
-            try AgentConfig(
-                inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
-                policy: FfiConverterTypePolicy.read(from: &buf), 
-                info: FfiConverterTypeAgentInfo.read(from: &buf), 
-                setup: FfiConverterTypeSetupSupport.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentConfig, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeInjectCapabilities.write(value.inject, into: &buf)
-        FfiConverterTypePolicy.write(value.policy, into: &buf)
-        FfiConverterTypeAgentInfo.write(value.info, into: &buf)
-        FfiConverterTypeSetupSupport.write(value.setup, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentConfig_lift(_ buf: RustBuffer) throws -> AgentConfig {
-    return try FfiConverterTypeAgentConfig.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentConfig_lower(_ value: AgentConfig) -> RustBuffer {
-    return FfiConverterTypeAgentConfig.lower(value)
-}
-
-
-/**
- * The agent's name and version.
- */
-public struct AgentInfo: Equatable, Hashable {
-    public var name: String
-    public var version: String
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(name: String, version: String) {
-        self.name = name
-        self.version = version
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentInfo: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentInfo: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentInfo {
-        return
-            try AgentInfo(
-                name: FfiConverterString.read(from: &buf), 
-                version: FfiConverterString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentInfo, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.version, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentInfo_lift(_ buf: RustBuffer) throws -> AgentInfo {
-    return try FfiConverterTypeAgentInfo.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentInfo_lower(_ value: AgentInfo) -> RustBuffer {
-    return FfiConverterTypeAgentInfo.lower(value)
-}
-
-
-/**
- * An agent message has been created or updated.
- *
- * Agents can send this in addition to streamed chunks. When a client
- * receives another `agent_message` update with the same `messageId`,
- * fields in the new update patch the previous fields for that message.
- */
-public struct AgentMessage: Equatable, Hashable {
-    public var messageId: MessageId
-    /**
-     * Complete replacement content for this message.
-     */
-    public var content: ContentBlockListPatchMember
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, 
-        /**
-         * Complete replacement content for this message.
-         */content: ContentBlockListPatchMember, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentMessage: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentMessage: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentMessage {
-        return
-            try AgentMessage(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterTypeContentBlockListPatchMember.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentMessage, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterTypeContentBlockListPatchMember.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentMessage_lift(_ buf: RustBuffer) throws -> AgentMessage {
-    return try FfiConverterTypeAgentMessage.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentMessage_lower(_ value: AgentMessage) -> RustBuffer {
-    return FfiConverterTypeAgentMessage.lower(value)
-}
-
-
-/**
- * A chunk of the agent's response being streamed.
- */
-public struct AgentMessageChunk: Equatable, Hashable {
-    public var messageId: MessageId
-    public var content: ContentBlock
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentMessageChunk: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentMessageChunk: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentMessageChunk {
-        return
-            try AgentMessageChunk(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterTypeContentBlock.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentMessageChunk, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentMessageChunk_lift(_ buf: RustBuffer) throws -> AgentMessageChunk {
-    return try FfiConverterTypeAgentMessageChunk.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentMessageChunk_lower(_ value: AgentMessageChunk) -> RustBuffer {
-    return FfiConverterTypeAgentMessageChunk.lower(value)
-}
-
-
-/**
- * Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
- */
-public struct AgentMessageClear: Equatable, Hashable {
-    /**
-     * The message to clear; the current agent message when absent.
-     */
-    public var messageId: MessageId?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The message to clear; the current agent message when absent.
-         */messageId: MessageId? = nil, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentMessageClear: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentMessageClear: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentMessageClear {
-        return
-            try AgentMessageClear(
-                messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentMessageClear, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentMessageClear_lift(_ buf: RustBuffer) throws -> AgentMessageClear {
-    return try FfiConverterTypeAgentMessageClear.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentMessageClear_lower(_ value: AgentMessageClear) -> RustBuffer {
-    return FfiConverterTypeAgentMessageClear.lower(value)
-}
-
-
-/**
- * An agent thought or reasoning message has been created or updated.
- *
- * Agents can send this in addition to streamed chunks. When a client
- * receives another `agent_thought` update with the same `messageId`,
- * fields in the new update patch the previous fields for that message.
- */
-public struct AgentThought: Equatable, Hashable {
-    public var messageId: MessageId
-    /**
-     * Complete replacement content for this thought message.
-     */
-    public var content: ContentBlockListPatchMember
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, 
-        /**
-         * Complete replacement content for this thought message.
-         */content: ContentBlockListPatchMember, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentThought: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentThought: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentThought {
-        return
-            try AgentThought(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterTypeContentBlockListPatchMember.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentThought, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterTypeContentBlockListPatchMember.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentThought_lift(_ buf: RustBuffer) throws -> AgentThought {
-    return try FfiConverterTypeAgentThought.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentThought_lower(_ value: AgentThought) -> RustBuffer {
-    return FfiConverterTypeAgentThought.lower(value)
-}
-
-
-/**
- * A chunk of the agent's internal reasoning being streamed.
- */
-public struct AgentThoughtChunk: Equatable, Hashable {
-    public var messageId: MessageId
-    public var content: ContentBlock
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AgentThoughtChunk: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAgentThoughtChunk: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentThoughtChunk {
-        return
-            try AgentThoughtChunk(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterTypeContentBlock.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AgentThoughtChunk, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentThoughtChunk_lift(_ buf: RustBuffer) throws -> AgentThoughtChunk {
-    return try FfiConverterTypeAgentThoughtChunk.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAgentThoughtChunk_lower(_ value: AgentThoughtChunk) -> RustBuffer {
-    return FfiConverterTypeAgentThoughtChunk.lower(value)
-}
-
-
-/**
- * Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
- */
-public struct Annotations: Equatable, Hashable {
-    /**
-     * Intended recipients for this content, such as the user or assistant.
-     *
-     * Omitted and `null` are equivalent and mean no audience is specified.
-     */
-    public var audience: [Role]?
-    /**
-     * Timestamp indicating when the underlying resource was last modified.
-     *
-     * Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
-     *
-     * Omitted and `null` are equivalent and mean the modification time is not reported.
-     */
-    public var lastModified: String?
-    /**
-     * Relative importance of this content when clients choose what to surface, from 0 (least
-     * important) to 1 (most important).
-     *
-     * Omitted and `null` are equivalent and mean no priority is specified.
-     */
-    public var priority: Double?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Intended recipients for this content, such as the user or assistant.
-         *
-         * Omitted and `null` are equivalent and mean no audience is specified.
-         */audience: [Role]? = nil, 
-        /**
-         * Timestamp indicating when the underlying resource was last modified.
-         *
-         * Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
-         *
-         * Omitted and `null` are equivalent and mean the modification time is not reported.
-         */lastModified: String? = nil, 
-        /**
-         * Relative importance of this content when clients choose what to surface, from 0 (least
-         * important) to 1 (most important).
-         *
-         * Omitted and `null` are equivalent and mean no priority is specified.
-         */priority: Double? = nil, meta: JsonObject? = nil) {
-        self.audience = audience
-        self.lastModified = lastModified
-        self.priority = priority
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Annotations: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAnnotations: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Annotations {
-        return
-            try Annotations(
-                audience: FfiConverterOptionSequenceTypeRole.read(from: &buf), 
-                lastModified: FfiConverterOptionString.read(from: &buf), 
-                priority: FfiConverterOptionDouble.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Annotations, into buf: inout [UInt8]) {
-        FfiConverterOptionSequenceTypeRole.write(value.audience, into: &buf)
-        FfiConverterOptionString.write(value.lastModified, into: &buf)
-        FfiConverterOptionDouble.write(value.priority, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAnnotations_lift(_ buf: RustBuffer) throws -> Annotations {
-    return try FfiConverterTypeAnnotations.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAnnotations_lower(_ value: Annotations) -> RustBuffer {
-    return FfiConverterTypeAnnotations.lower(value)
-}
-
-
-/**
- * Audio data for transcription or analysis.
- *
- * Requires the `audio` prompt capability when included in prompts.
- */
-public struct AudioContent: Equatable, Hashable {
-    /**
-     * Base64-encoded media payload.
-     */
-    public var data: String
-    /**
-     * MIME type describing the encoded media payload.
-     */
-    public var mimeType: String
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    public var annotations: Annotations?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Base64-encoded media payload.
-         */data: String, 
-        /**
-         * MIME type describing the encoded media payload.
-         */mimeType: String, 
-        /**
-         * Optional annotations that help clients decide how to display or route this content.
-         *
-         * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
-        self.data = data
-        self.mimeType = mimeType
-        self.annotations = annotations
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension AudioContent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAudioContent: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AudioContent {
-        return
-            try AudioContent(
-                data: FfiConverterString.read(from: &buf), 
-                mimeType: FfiConverterString.read(from: &buf), 
-                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: AudioContent, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.data, into: &buf)
-        FfiConverterString.write(value.mimeType, into: &buf)
-        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAudioContent_lift(_ buf: RustBuffer) throws -> AudioContent {
-    return try FfiConverterTypeAudioContent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAudioContent_lower(_ value: AudioContent) -> RustBuffer {
-    return FfiConverterTypeAudioContent.lower(value)
-}
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * A detached subagent session that has anything running: its state is not `idle`, or
- * its own `background` list is non-empty or not reported.
- */
-public struct BackgroundSubagent: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension BackgroundSubagent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBackgroundSubagent: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundSubagent {
-        return
-            try BackgroundSubagent(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: BackgroundSubagent, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBackgroundSubagent_lift(_ buf: RustBuffer) throws -> BackgroundSubagent {
-    return try FfiConverterTypeBackgroundSubagent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBackgroundSubagent_lower(_ value: BackgroundSubagent) -> RustBuffer {
-    return FfiConverterTypeBackgroundSubagent.lower(value)
-}
-
-
-/**
- * A process that keeps running after its tool call returned control to the model.
- * Live until its `terminal_update` reports `exitStatus`.
- */
-public struct BackgroundTerminal: Equatable, Hashable {
-    /**
-     * The ID of the listed terminal.
-     */
-    public var terminalId: String
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The ID of the listed terminal.
-         */terminalId: String, meta: JsonObject? = nil) {
-        self.terminalId = terminalId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension BackgroundTerminal: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBackgroundTerminal: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundTerminal {
-        return
-            try BackgroundTerminal(
-                terminalId: FfiConverterString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: BackgroundTerminal, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.terminalId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBackgroundTerminal_lift(_ buf: RustBuffer) throws -> BackgroundTerminal {
-    return try FfiConverterTypeBackgroundTerminal.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBackgroundTerminal_lower(_ value: BackgroundTerminal) -> RustBuffer {
-    return FfiConverterTypeBackgroundTerminal.lower(value)
-}
-
-
-/**
- * Work started by a tool call that continues without a process of its own, such as
- * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
- * stay listed.
- */
-public struct BackgroundToolCall: Equatable, Hashable {
-    public var toolCallId: ToolCallId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(toolCallId: ToolCallId, meta: JsonObject? = nil) {
-        self.toolCallId = toolCallId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension BackgroundToolCall: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBackgroundToolCall: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundToolCall {
-        return
-            try BackgroundToolCall(
-                toolCallId: FfiConverterTypeToolCallId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: BackgroundToolCall, into buf: inout [UInt8]) {
-        FfiConverterTypeToolCallId.write(value.toolCallId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBackgroundToolCall_lift(_ buf: RustBuffer) throws -> BackgroundToolCall {
-    return try FfiConverterTypeBackgroundToolCall.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBackgroundToolCall_lower(_ value: BackgroundToolCall) -> RustBuffer {
-    return FfiConverterTypeBackgroundToolCall.lower(value)
-}
-
-
-/**
- * Binary resource contents.
- */
-public struct BlobResourceContents: Equatable, Hashable {
-    /**
-     * Base64-encoded bytes for a binary resource payload.
-     */
-    public var blob: String
-    /**
-     * URI associated with this resource or media payload.
-     */
-    public var uri: String
-    /**
-     * MIME type describing the encoded media payload.
-     *
-     * Omitted and `null` are equivalent and mean the MIME type is not specified.
-     */
-    public var mimeType: String?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Base64-encoded bytes for a binary resource payload.
-         */blob: String, 
-        /**
-         * URI associated with this resource or media payload.
-         */uri: String, 
-        /**
-         * MIME type describing the encoded media payload.
-         *
-         * Omitted and `null` are equivalent and mean the MIME type is not specified.
-         */mimeType: String? = nil, meta: JsonObject? = nil) {
-        self.blob = blob
-        self.uri = uri
-        self.mimeType = mimeType
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension BlobResourceContents: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBlobResourceContents: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BlobResourceContents {
-        return
-            try BlobResourceContents(
-                blob: FfiConverterString.read(from: &buf), 
-                uri: FfiConverterString.read(from: &buf), 
-                mimeType: FfiConverterOptionString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: BlobResourceContents, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.blob, into: &buf)
-        FfiConverterString.write(value.uri, into: &buf)
-        FfiConverterOptionString.write(value.mimeType, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBlobResourceContents_lift(_ buf: RustBuffer) throws -> BlobResourceContents {
-    return try FfiConverterTypeBlobResourceContents.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBlobResourceContents_lower(_ value: BlobResourceContents) -> RustBuffer {
-    return FfiConverterTypeBlobResourceContents.lower(value)
-}
-
-
-/**
- * Notification to cancel an ongoing request.
- *
- * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
- */
-public struct CancelRequestNotification: Equatable, Hashable {
-    public var requestId: RequestId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(requestId: RequestId, meta: JsonObject? = nil) {
-        self.requestId = requestId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension CancelRequestNotification: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCancelRequestNotification: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CancelRequestNotification {
-        return
-            try CancelRequestNotification(
-                requestId: FfiConverterTypeRequestId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: CancelRequestNotification, into buf: inout [UInt8]) {
-        FfiConverterTypeRequestId.write(value.requestId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCancelRequestNotification_lift(_ buf: RustBuffer) throws -> CancelRequestNotification {
-    return try FfiConverterTypeCancelRequestNotification.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCancelRequestNotification_lower(_ value: CancelRequestNotification) -> RustBuffer {
-    return FfiConverterTypeCancelRequestNotification.lower(value)
-}
-
-
-/**
- * Notification to cancel a session's foreground work and its prompts not yet inserted.
- *
- * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
- */
-public struct CancelSessionNotification: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension CancelSessionNotification: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCancelSessionNotification: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CancelSessionNotification {
-        return
-            try CancelSessionNotification(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: CancelSessionNotification, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCancelSessionNotification_lift(_ buf: RustBuffer) throws -> CancelSessionNotification {
-    return try FfiConverterTypeCancelSessionNotification.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCancelSessionNotification_lower(_ value: CancelSessionNotification) -> RustBuffer {
-    return FfiConverterTypeCancelSessionNotification.lower(value)
-}
-
-
-/**
- * The request was not approved and no option was selected: the session's work was
- * cancelled, the user dismissed the prompt, or the client declined it by policy.
- * Agents MUST NOT proceed with the operation.
- *
- * The client answers a request the agent cancels with `$/cancel_request` with
- * this outcome. After sending `session/cancel`, the client MAY also send it
- * without waiting for `$/cancel_request`, for a request it knows belongs to the
- * cancelled foreground work.
- *
- * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
- */
-public struct CancelledPermissionOutcome: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension CancelledPermissionOutcome: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCancelledPermissionOutcome: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CancelledPermissionOutcome {
-        return
-            try CancelledPermissionOutcome(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: CancelledPermissionOutcome, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCancelledPermissionOutcome_lift(_ buf: RustBuffer) throws -> CancelledPermissionOutcome {
-    return try FfiConverterTypeCancelledPermissionOutcome.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCancelledPermissionOutcome_lower(_ value: CancelledPermissionOutcome) -> RustBuffer {
-    return FfiConverterTypeCancelledPermissionOutcome.lower(value)
-}
-
-
-/**
- * Capabilities supported by the client.
- *
- * Advertised during initialization to inform the agent about
- * available features and methods.
- *
- * See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
- */
-public struct ClientCapabilities: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ClientCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeClientCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClientCapabilities {
-        return
-            try ClientCapabilities(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ClientCapabilities, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeClientCapabilities_lift(_ buf: RustBuffer) throws -> ClientCapabilities {
-    return try FfiConverterTypeClientCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeClientCapabilities_lower(_ value: ClientCapabilities) -> RustBuffer {
-    return FfiConverterTypeClientCapabilities.lower(value)
-}
-
-
-/**
- * Request parameters for closing an active session.
- *
- * The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
- * was called, then free the resources associated with the session. Unlike `session/cancel`,
- * closing also stops the session's background work. After the close response, the Agent
- * sends no other messages for the session on that connection.
- *
- * Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
- * treat a `-32002` response as a successful close.
- *
- * When closing cancels active foreground work, the Agent MUST send the final
- * updates for that work and the idle `state_update` with `stopReason: "cancelled"`
- * before responding successfully to `session/close`. Closing an idle session
- * does not itself require another idle update.
- *
- * Closing also cancels pending `session/prompt` requests whose messages have not
- * been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
- * Agent MUST answer that request with `-32800` (Request Cancelled). If the message
- * has already been inserted, the Agent MUST respond successfully with its
- * `messageId`. Prompt responses need not precede the close response.
- */
-public struct CloseSessionRequest: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension CloseSessionRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCloseSessionRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CloseSessionRequest {
-        return
-            try CloseSessionRequest(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: CloseSessionRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCloseSessionRequest_lift(_ buf: RustBuffer) throws -> CloseSessionRequest {
-    return try FfiConverterTypeCloseSessionRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCloseSessionRequest_lower(_ value: CloseSessionRequest) -> RustBuffer {
-    return FfiConverterTypeCloseSessionRequest.lower(value)
-}
-
-
-/**
- * Response from closing a session.
- */
-public struct CloseSessionResponse: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension CloseSessionResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCloseSessionResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CloseSessionResponse {
-        return
-            try CloseSessionResponse(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: CloseSessionResponse, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCloseSessionResponse_lift(_ buf: RustBuffer) throws -> CloseSessionResponse {
-    return try FfiConverterTypeCloseSessionResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCloseSessionResponse_lower(_ value: CloseSessionResponse) -> RustBuffer {
-    return FfiConverterTypeCloseSessionResponse.lower(value)
-}
-
-
-/**
- * How `connect` starts and talks to an agent.
- */
-public struct ConnectOptions: Equatable, Hashable {
-    /**
-     * This client, as `initialize` announces it.
-     */
-    public var client: Implementation
-    /**
-     * Opt into the agent's pending-list extension (`_acp-inject/pending`).
-     */
-    public var pendingUpdates: Bool
-    /**
-     * Longest agent line accepted, in bytes.
-     */
-    public var maxLineBytes: UInt64
-    /**
-     * How long `initialize` may take, in milliseconds.
-     */
-    public var handshakeTimeoutMs: UInt64
-    /**
-     * How long `close` waits for the agent to exit before killing it, in milliseconds.
-     */
-    public var closeGraceMs: UInt64
-    /**
-     * Copy the agent's stderr to this process's stderr.
-     */
-    public var forwardStderr: Bool
-    /**
-     * What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
-     * without `session.inject`): `None` refuses it with `CallRejected.SteerNotSupported`.
-     */
-    public var steerFallback: SteerFallback?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * This client, as `initialize` announces it.
-         */client: Implementation, 
-        /**
-         * Opt into the agent's pending-list extension (`_acp-inject/pending`).
-         */pendingUpdates: Bool, 
-        /**
-         * Longest agent line accepted, in bytes.
-         */maxLineBytes: UInt64, 
-        /**
-         * How long `initialize` may take, in milliseconds.
-         */handshakeTimeoutMs: UInt64, 
-        /**
-         * How long `close` waits for the agent to exit before killing it, in milliseconds.
-         */closeGraceMs: UInt64, 
-        /**
-         * Copy the agent's stderr to this process's stderr.
-         */forwardStderr: Bool, 
-        /**
-         * What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
-         * without `session.inject`): `None` refuses it with `CallRejected.SteerNotSupported`.
-         */steerFallback: SteerFallback? = nil) {
-        self.client = client
-        self.pendingUpdates = pendingUpdates
-        self.maxLineBytes = maxLineBytes
-        self.handshakeTimeoutMs = handshakeTimeoutMs
-        self.closeGraceMs = closeGraceMs
-        self.forwardStderr = forwardStderr
-        self.steerFallback = steerFallback
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ConnectOptions: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeConnectOptions: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConnectOptions {
-        return
-            try ConnectOptions(
-                client: FfiConverterTypeImplementation.read(from: &buf), 
-                pendingUpdates: FfiConverterBool.read(from: &buf), 
-                maxLineBytes: FfiConverterUInt64.read(from: &buf), 
-                handshakeTimeoutMs: FfiConverterUInt64.read(from: &buf), 
-                closeGraceMs: FfiConverterUInt64.read(from: &buf), 
-                forwardStderr: FfiConverterBool.read(from: &buf), 
-                steerFallback: FfiConverterOptionTypeSteerFallback.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ConnectOptions, into buf: inout [UInt8]) {
-        FfiConverterTypeImplementation.write(value.client, into: &buf)
-        FfiConverterBool.write(value.pendingUpdates, into: &buf)
-        FfiConverterUInt64.write(value.maxLineBytes, into: &buf)
-        FfiConverterUInt64.write(value.handshakeTimeoutMs, into: &buf)
-        FfiConverterUInt64.write(value.closeGraceMs, into: &buf)
-        FfiConverterBool.write(value.forwardStderr, into: &buf)
-        FfiConverterOptionTypeSteerFallback.write(value.steerFallback, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeConnectOptions_lift(_ buf: RustBuffer) throws -> ConnectOptions {
-    return try FfiConverterTypeConnectOptions.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeConnectOptions_lower(_ value: ConnectOptions) -> RustBuffer {
-    return FfiConverterTypeConnectOptions.lower(value)
-}
-
-
-/**
- * Cost information for a session.
- */
-public struct Cost: Equatable, Hashable {
-    /**
-     * Total cumulative cost for session.
-     */
-    public var amount: Double
-    /**
-     * Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
-     * unit such as "credits".
-     */
-    public var currency: String
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Total cumulative cost for session.
-         */amount: Double, 
-        /**
-         * Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
-         * unit such as "credits".
-         */currency: String, meta: JsonObject? = nil) {
-        self.amount = amount
-        self.currency = currency
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Cost: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCost: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Cost {
-        return
-            try Cost(
-                amount: FfiConverterDouble.read(from: &buf), 
-                currency: FfiConverterString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Cost, into buf: inout [UInt8]) {
-        FfiConverterDouble.write(value.amount, into: &buf)
-        FfiConverterString.write(value.currency, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCost_lift(_ buf: RustBuffer) throws -> Cost {
-    return try FfiConverterTypeCost.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCost_lower(_ value: Cost) -> RustBuffer {
-    return FfiConverterTypeCost.lower(value)
-}
-
-
-/**
- * Complete resource contents embedded directly in the message.
- *
- * Preferred for including context as it avoids extra round-trips.
- *
- * Requires the `embeddedContext` prompt capability when included in prompts.
- */
-public struct EmbeddedResource: Equatable, Hashable {
-    public var resource: EmbeddedResourceResource
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    public var annotations: Annotations?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(resource: EmbeddedResourceResource, 
-        /**
-         * Optional annotations that help clients decide how to display or route this content.
-         *
-         * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
-        self.resource = resource
-        self.annotations = annotations
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension EmbeddedResource: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeEmbeddedResource: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EmbeddedResource {
-        return
-            try EmbeddedResource(
-                resource: FfiConverterTypeEmbeddedResourceResource.read(from: &buf), 
-                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: EmbeddedResource, into buf: inout [UInt8]) {
-        FfiConverterTypeEmbeddedResourceResource.write(value.resource, into: &buf)
-        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEmbeddedResource_lift(_ buf: RustBuffer) throws -> EmbeddedResource {
-    return try FfiConverterTypeEmbeddedResource.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEmbeddedResource_lower(_ value: EmbeddedResource) -> RustBuffer {
-    return FfiConverterTypeEmbeddedResource.lower(value)
-}
-
-
-/**
- * An environment variable to set when launching a process.
- */
-public struct EnvVariable: Equatable, Hashable {
-    /**
-     * The name of the environment variable.
-     */
-    public var name: String
-    /**
-     * The value to set for the environment variable.
-     */
-    public var value: String
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The name of the environment variable.
-         */name: String, 
-        /**
-         * The value to set for the environment variable.
-         */value: String, meta: JsonObject? = nil) {
-        self.name = name
-        self.value = value
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension EnvVariable: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeEnvVariable: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EnvVariable {
-        return
-            try EnvVariable(
-                name: FfiConverterString.read(from: &buf), 
-                value: FfiConverterString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: EnvVariable, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.value, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEnvVariable_lift(_ buf: RustBuffer) throws -> EnvVariable {
-    return try FfiConverterTypeEnvVariable.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEnvVariable_lower(_ value: EnvVariable) -> RustBuffer {
-    return FfiConverterTypeEnvVariable.lower(value)
-}
-
-
-/**
- * The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
- */
-public struct ErrorData: Equatable, Hashable {
-    public var reason: ErrorReason?
-    public var messageId: MessageId?
-    public var sessionId: SessionId?
-    /**
-     * What was wrong, for a person. Never compared by conformance vectors.
-     */
-    public var detail: String?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(reason: ErrorReason? = nil, messageId: MessageId? = nil, sessionId: SessionId? = nil, 
-        /**
-         * What was wrong, for a person. Never compared by conformance vectors.
-         */detail: String? = nil) {
-        self.reason = reason
-        self.messageId = messageId
-        self.sessionId = sessionId
-        self.detail = detail
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ErrorData: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeErrorData: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorData {
-        return
-            try ErrorData(
-                reason: FfiConverterOptionTypeErrorReason.read(from: &buf), 
-                messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
-                sessionId: FfiConverterOptionTypeSessionId.read(from: &buf), 
-                detail: FfiConverterOptionString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ErrorData, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeErrorReason.write(value.reason, into: &buf)
-        FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterOptionTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterOptionString.write(value.detail, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeErrorData_lift(_ buf: RustBuffer) throws -> ErrorData {
-    return try FfiConverterTypeErrorData.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeErrorData_lower(_ value: ErrorData) -> RustBuffer {
-    return FfiConverterTypeErrorData.lower(value)
-}
-
-
-/**
- * An HTTP header to set when making requests to the MCP server.
- */
-public struct HttpHeader: Equatable, Hashable {
-    /**
-     * The name of the HTTP header.
-     */
-    public var name: String
-    /**
-     * The value to set for the HTTP header.
-     */
-    public var value: String
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The name of the HTTP header.
-         */name: String, 
-        /**
-         * The value to set for the HTTP header.
-         */value: String, meta: JsonObject? = nil) {
-        self.name = name
-        self.value = value
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension HttpHeader: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeHttpHeader: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HttpHeader {
-        return
-            try HttpHeader(
-                name: FfiConverterString.read(from: &buf), 
-                value: FfiConverterString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: HttpHeader, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.value, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeHttpHeader_lift(_ buf: RustBuffer) throws -> HttpHeader {
-    return try FfiConverterTypeHttpHeader.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeHttpHeader_lower(_ value: HttpHeader) -> RustBuffer {
-    return FfiConverterTypeHttpHeader.lower(value)
-}
-
-
-/**
- * No foreground work is active. Background activity may continue.
- */
-public struct IdleStateUpdate: Equatable, Hashable {
-    /**
-     * **UNSTABLE**
-     *
-     * This capability is not part of the spec yet, and may be removed or changed at any point.
-     *
-     * Token usage for completed foreground work.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
-     * usage for this state update.
-     */
-    public var usage: Usage?
-    /**
-     * Work running independently of foreground work, as a complete snapshot.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-     * background work, not that nothing is running. `[]` means no background work is
-     * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
-     *
-     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-     */
-    public var background: [BackgroundWork]?
-    public var meta: JsonObject?
-    /**
-     * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
-     *
-     * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
-     */
-    public var stopReason: StopReason?
-    /**
-     * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
-     */
-    public var error: TurnFailure?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * **UNSTABLE**
-         *
-         * This capability is not part of the spec yet, and may be removed or changed at any point.
-         *
-         * Token usage for completed foreground work.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
-         * usage for this state update.
-         */usage: Usage? = nil, 
-        /**
-         * Work running independently of foreground work, as a complete snapshot.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-         * background work, not that nothing is running. `[]` means no background work is
-         * running. An Agent that reports background work MUST include it on every state
-         * update for the session. A malformed list is treated as not reported.
-         *
-         * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-         */background: [BackgroundWork]? = nil, meta: JsonObject? = nil, 
-        /**
-         * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
-         *
-         * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
-         */stopReason: StopReason? = nil, 
-        /**
-         * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
-         */error: TurnFailure? = nil) {
-        self.usage = usage
-        self.background = background
-        self.meta = meta
-        self.stopReason = stopReason
-        self.error = error
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension IdleStateUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> IdleStateUpdate {
-        return
-            try IdleStateUpdate(
-                usage: FfiConverterOptionTypeUsage.read(from: &buf), 
-                background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf), 
-                stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
-                error: FfiConverterOptionTypeTurnFailure.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: IdleStateUpdate, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
-        FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-        FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
-        FfiConverterOptionTypeTurnFailure.write(value.error, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeIdleStateUpdate_lift(_ buf: RustBuffer) throws -> IdleStateUpdate {
-    return try FfiConverterTypeIdleStateUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeIdleStateUpdate_lower(_ value: IdleStateUpdate) -> RustBuffer {
-    return FfiConverterTypeIdleStateUpdate.lower(value)
-}
-
-
-/**
- * Images for visual context or analysis.
- *
- * Requires the `image` prompt capability when included in prompts.
- */
-public struct ImageContent: Equatable, Hashable {
-    /**
-     * Base64-encoded media payload.
-     */
-    public var data: String
-    /**
-     * MIME type describing the encoded media payload.
-     */
-    public var mimeType: String
-    /**
-     * URI associated with this resource or media payload.
-     *
-     * Omitted and `null` are equivalent and mean no URI is associated with the image.
-     */
-    public var uri: String?
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    public var annotations: Annotations?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Base64-encoded media payload.
-         */data: String, 
-        /**
-         * MIME type describing the encoded media payload.
-         */mimeType: String, 
-        /**
-         * URI associated with this resource or media payload.
-         *
-         * Omitted and `null` are equivalent and mean no URI is associated with the image.
-         */uri: String? = nil, 
-        /**
-         * Optional annotations that help clients decide how to display or route this content.
-         *
-         * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
-        self.data = data
-        self.mimeType = mimeType
-        self.uri = uri
-        self.annotations = annotations
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ImageContent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeImageContent: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ImageContent {
-        return
-            try ImageContent(
-                data: FfiConverterString.read(from: &buf), 
-                mimeType: FfiConverterString.read(from: &buf), 
-                uri: FfiConverterOptionString.read(from: &buf), 
-                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ImageContent, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.data, into: &buf)
-        FfiConverterString.write(value.mimeType, into: &buf)
-        FfiConverterOptionString.write(value.uri, into: &buf)
-        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeImageContent_lift(_ buf: RustBuffer) throws -> ImageContent {
-    return try FfiConverterTypeImageContent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeImageContent_lower(_ value: ImageContent) -> RustBuffer {
-    return FfiConverterTypeImageContent.lower(value)
-}
-
-
-/**
- * Metadata about the implementation of the client or agent.
- * Describes the name and version of an ACP implementation, with an optional
- * title for UI representation.
- */
-public struct Implementation: Equatable, Hashable {
-    /**
-     * Intended for programmatic or logical use, but can be used as a display
-     * name fallback if title isn't present.
-     */
-    public var name: String
-    /**
-     * Intended for UI and end-user contexts and optimized to be human-readable
-     * and easily understood.
-     *
-     * If not provided, the name should be used for display.
-     *
-     * Omitted and `null` are equivalent and mean the `name` is used for display.
-     */
-    public var title: String?
-    /**
-     * Version of the implementation. Can be displayed to the user or used
-     * for debugging or metrics purposes. (e.g. "1.0.0").
-     */
-    public var version: String
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Intended for programmatic or logical use, but can be used as a display
-         * name fallback if title isn't present.
-         */name: String, 
-        /**
-         * Intended for UI and end-user contexts and optimized to be human-readable
-         * and easily understood.
-         *
-         * If not provided, the name should be used for display.
-         *
-         * Omitted and `null` are equivalent and mean the `name` is used for display.
-         */title: String? = nil, 
-        /**
-         * Version of the implementation. Can be displayed to the user or used
-         * for debugging or metrics purposes. (e.g. "1.0.0").
-         */version: String, meta: JsonObject? = nil) {
-        self.name = name
-        self.title = title
-        self.version = version
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Implementation: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeImplementation: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Implementation {
-        return
-            try Implementation(
-                name: FfiConverterString.read(from: &buf), 
-                title: FfiConverterOptionString.read(from: &buf), 
-                version: FfiConverterString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Implementation, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterOptionString.write(value.title, into: &buf)
-        FfiConverterString.write(value.version, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeImplementation_lift(_ buf: RustBuffer) throws -> Implementation {
-    return try FfiConverterTypeImplementation.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeImplementation_lower(_ value: Implementation) -> RustBuffer {
-    return FfiConverterTypeImplementation.lower(value)
-}
-
-
-/**
- * Request parameters for the initialize method.
- *
- * Sent by the client to establish connection and negotiate capabilities.
- *
- * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
- */
-public struct InitializeRequest: Equatable, Hashable {
-    public var protocolVersion: ProtocolVersion
-    public var info: Implementation
-    public var capabilities: ClientCapabilities?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(protocolVersion: ProtocolVersion, info: Implementation, capabilities: ClientCapabilities? = nil, meta: JsonObject? = nil) {
-        self.protocolVersion = protocolVersion
-        self.info = info
-        self.capabilities = capabilities
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension InitializeRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeInitializeRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InitializeRequest {
-        return
-            try InitializeRequest(
-                protocolVersion: FfiConverterTypeProtocolVersion.read(from: &buf), 
-                info: FfiConverterTypeImplementation.read(from: &buf), 
-                capabilities: FfiConverterOptionTypeClientCapabilities.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: InitializeRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeProtocolVersion.write(value.protocolVersion, into: &buf)
-        FfiConverterTypeImplementation.write(value.info, into: &buf)
-        FfiConverterOptionTypeClientCapabilities.write(value.capabilities, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInitializeRequest_lift(_ buf: RustBuffer) throws -> InitializeRequest {
-    return try FfiConverterTypeInitializeRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInitializeRequest_lower(_ value: InitializeRequest) -> RustBuffer {
-    return FfiConverterTypeInitializeRequest.lower(value)
-}
-
-
-/**
- * Response to the `initialize` method.
- *
- * Contains the negotiated protocol version and agent capabilities.
- *
- * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
- */
-public struct InitializeResponse: Equatable, Hashable {
-    public var protocolVersion: ProtocolVersion
-    public var info: Implementation
-    public var capabilities: AgentCapabilities?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(protocolVersion: ProtocolVersion, info: Implementation, capabilities: AgentCapabilities? = nil, meta: JsonObject? = nil) {
-        self.protocolVersion = protocolVersion
-        self.info = info
-        self.capabilities = capabilities
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension InitializeResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeInitializeResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InitializeResponse {
-        return
-            try InitializeResponse(
-                protocolVersion: FfiConverterTypeProtocolVersion.read(from: &buf), 
-                info: FfiConverterTypeImplementation.read(from: &buf), 
-                capabilities: FfiConverterOptionTypeAgentCapabilities.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: InitializeResponse, into buf: inout [UInt8]) {
-        FfiConverterTypeProtocolVersion.write(value.protocolVersion, into: &buf)
-        FfiConverterTypeImplementation.write(value.info, into: &buf)
-        FfiConverterOptionTypeAgentCapabilities.write(value.capabilities, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInitializeResponse_lift(_ buf: RustBuffer) throws -> InitializeResponse {
-    return try FfiConverterTypeInitializeResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInitializeResponse_lower(_ value: InitializeResponse) -> RustBuffer {
-    return FfiConverterTypeInitializeResponse.lower(value)
-}
-
-
-/**
- * The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
- */
-public struct InjectCapabilities: Equatable, Hashable {
-    /**
-     * The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
-     */
-    public var modes: [InjectMode]
-    /**
-     * Operations on pending injects beyond revoke.
-     */
-    public var pending: PendingCapabilities?
-    /**
-     * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
-     */
-    public var steerInStream: [SteerInStream]?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
-         */modes: [InjectMode], 
-        /**
-         * Operations on pending injects beyond revoke.
-         */pending: PendingCapabilities? = nil, 
-        /**
-         * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
-         */steerInStream: [SteerInStream]? = nil, meta: JsonObject? = nil) {
-        self.modes = modes
-        self.pending = pending
-        self.steerInStream = steerInStream
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension InjectCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeInjectCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InjectCapabilities {
-        return
-            try InjectCapabilities(
-                modes: FfiConverterSequenceTypeInjectMode.read(from: &buf), 
-                pending: FfiConverterOptionTypePendingCapabilities.read(from: &buf), 
-                steerInStream: FfiConverterOptionSequenceTypeSteerInStream.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: InjectCapabilities, into buf: inout [UInt8]) {
-        FfiConverterSequenceTypeInjectMode.write(value.modes, into: &buf)
-        FfiConverterOptionTypePendingCapabilities.write(value.pending, into: &buf)
-        FfiConverterOptionSequenceTypeSteerInStream.write(value.steerInStream, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInjectCapabilities_lift(_ buf: RustBuffer) throws -> InjectCapabilities {
-    return try FfiConverterTypeInjectCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInjectCapabilities_lower(_ value: InjectCapabilities) -> RustBuffer {
-    return FfiConverterTypeInjectCapabilities.lower(value)
-}
-
-
-/**
- * Adds user input to a session mid-turn.
- */
-public struct InjectRequest: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var mode: InjectMode
-    /**
-     * The message's content (at least one block).
-     */
-    public var content: [ContentBlock]
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, mode: InjectMode, 
-        /**
-         * The message's content (at least one block).
-         */content: [ContentBlock], meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.mode = mode
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension InjectRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeInjectRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InjectRequest {
-        return
-            try InjectRequest(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                mode: FfiConverterTypeInjectMode.read(from: &buf), 
-                content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: InjectRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterTypeInjectMode.write(value.mode, into: &buf)
-        FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInjectRequest_lift(_ buf: RustBuffer) throws -> InjectRequest {
-    return try FfiConverterTypeInjectRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInjectRequest_lower(_ value: InjectRequest) -> RustBuffer {
-    return FfiConverterTypeInjectRequest.lower(value)
-}
-
-
-/**
- * The inject was accepted for pending delivery; its `user_message` will carry this id.
- */
-public struct InjectResponse: Equatable, Hashable {
-    public var messageId: MessageId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension InjectResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeInjectResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InjectResponse {
-        return
-            try InjectResponse(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: InjectResponse, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInjectResponse_lift(_ buf: RustBuffer) throws -> InjectResponse {
-    return try FfiConverterTypeInjectResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInjectResponse_lower(_ value: InjectResponse) -> RustBuffer {
-    return FfiConverterTypeInjectResponse.lower(value)
-}
-
-
-/**
- * Request parameters for listing existing sessions.
- */
-public struct ListSessionsRequest: Equatable, Hashable {
-    /**
-     * Filter sessions by working directory. Must be an absolute path.
-     *
-     * Only sessions whose `cwd` is this same directory match. Subdirectories and
-     * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
-     *
-     * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
-     */
-    public var cwd: String?
-    /**
-     * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
-     *
-     * Omitted and `null` are equivalent and mean the first page is requested.
-     */
-    public var cursor: String?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Filter sessions by working directory. Must be an absolute path.
-         *
-         * Only sessions whose `cwd` is this same directory match. Subdirectories and
-         * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
-         *
-         * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
-         */cwd: String? = nil, 
-        /**
-         * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
-         *
-         * Omitted and `null` are equivalent and mean the first page is requested.
-         */cursor: String? = nil, meta: JsonObject? = nil) {
-        self.cwd = cwd
-        self.cursor = cursor
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ListSessionsRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeListSessionsRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ListSessionsRequest {
-        return
-            try ListSessionsRequest(
-                cwd: FfiConverterOptionString.read(from: &buf), 
-                cursor: FfiConverterOptionString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ListSessionsRequest, into buf: inout [UInt8]) {
-        FfiConverterOptionString.write(value.cwd, into: &buf)
-        FfiConverterOptionString.write(value.cursor, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeListSessionsRequest_lift(_ buf: RustBuffer) throws -> ListSessionsRequest {
-    return try FfiConverterTypeListSessionsRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeListSessionsRequest_lower(_ value: ListSessionsRequest) -> RustBuffer {
-    return FfiConverterTypeListSessionsRequest.lower(value)
-}
-
-
-/**
- * Response from listing sessions.
- */
-public struct ListSessionsResponse: Equatable, Hashable {
-    /**
-     * Array of session information objects.
-     */
-    public var sessions: [SessionInfo]
-    /**
-     * Opaque cursor token. If present, pass this in the next request's cursor parameter
-     * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
-     * results. An empty string is a valid cursor, not the end of results.
-     */
-    public var nextCursor: String?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Array of session information objects.
-         */sessions: [SessionInfo], 
-        /**
-         * Opaque cursor token. If present, pass this in the next request's cursor parameter
-         * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
-         * results. An empty string is a valid cursor, not the end of results.
-         */nextCursor: String? = nil, meta: JsonObject? = nil) {
-        self.sessions = sessions
-        self.nextCursor = nextCursor
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ListSessionsResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeListSessionsResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ListSessionsResponse {
-        return
-            try ListSessionsResponse(
-                sessions: FfiConverterSequenceTypeSessionInfo.read(from: &buf), 
-                nextCursor: FfiConverterOptionString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ListSessionsResponse, into buf: inout [UInt8]) {
-        FfiConverterSequenceTypeSessionInfo.write(value.sessions, into: &buf)
-        FfiConverterOptionString.write(value.nextCursor, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeListSessionsResponse_lift(_ buf: RustBuffer) throws -> ListSessionsResponse {
-    return try FfiConverterTypeListSessionsResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeListSessionsResponse_lower(_ value: ListSessionsResponse) -> RustBuffer {
-    return FfiConverterTypeListSessionsResponse.lower(value)
-}
-
-
-/**
- * MCP capabilities supported by the agent for session lifecycle requests.
- */
-public struct McpCapabilities: Equatable, Hashable {
-    /**
-     * Agent supports `stdio` MCP servers.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports stdio MCP server transports.
-     */
-    public var stdio: JsonObject?
-    /**
-     * Agent supports `http` MCP servers.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports HTTP MCP server transports.
-     */
-    public var http: JsonObject?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Agent supports `stdio` MCP servers.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-         * Supplying `{}` means the agent supports stdio MCP server transports.
-         */stdio: JsonObject? = nil, 
-        /**
-         * Agent supports `http` MCP servers.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-         * Supplying `{}` means the agent supports HTTP MCP server transports.
-         */http: JsonObject? = nil, meta: JsonObject? = nil) {
-        self.stdio = stdio
-        self.http = http
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension McpCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeMcpCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpCapabilities {
-        return
-            try McpCapabilities(
-                stdio: FfiConverterOptionTypeJsonObject.read(from: &buf), 
-                http: FfiConverterOptionTypeJsonObject.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: McpCapabilities, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.stdio, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.http, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMcpCapabilities_lift(_ buf: RustBuffer) throws -> McpCapabilities {
-    return try FfiConverterTypeMcpCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMcpCapabilities_lower(_ value: McpCapabilities) -> RustBuffer {
-    return FfiConverterTypeMcpCapabilities.lower(value)
-}
-
-
-/**
- * HTTP transport configuration
- *
- * Only available when the Agent capabilities include `session.mcp.http`.
- */
-public struct McpServerHttp: Equatable, Hashable {
-    /**
-     * Human-readable name identifying this MCP server.
-     */
-    public var name: String
-    /**
-     * URL to the MCP server.
-     */
-    public var url: String
-    /**
-     * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
-     * defines are owned by the transport, and Agents use the transport's values for them.
-     */
-    public var headers: [HttpHeader]?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Human-readable name identifying this MCP server.
-         */name: String, 
-        /**
-         * URL to the MCP server.
-         */url: String, 
-        /**
-         * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
-         * defines are owned by the transport, and Agents use the transport's values for them.
-         */headers: [HttpHeader]? = nil, meta: JsonObject? = nil) {
-        self.name = name
-        self.url = url
-        self.headers = headers
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension McpServerHttp: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeMcpServerHttp: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpServerHttp {
-        return
-            try McpServerHttp(
-                name: FfiConverterString.read(from: &buf), 
-                url: FfiConverterString.read(from: &buf), 
-                headers: FfiConverterOptionSequenceTypeHttpHeader.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: McpServerHttp, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.url, into: &buf)
-        FfiConverterOptionSequenceTypeHttpHeader.write(value.headers, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMcpServerHttp_lift(_ buf: RustBuffer) throws -> McpServerHttp {
-    return try FfiConverterTypeMcpServerHttp.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMcpServerHttp_lower(_ value: McpServerHttp) -> RustBuffer {
-    return FfiConverterTypeMcpServerHttp.lower(value)
-}
-
-
-/**
- * Stdio transport configuration
- *
- * Only available when the Agent capabilities include `session.mcp.stdio`.
- */
-public struct McpServerStdio: Equatable, Hashable {
-    /**
-     * Human-readable name identifying this MCP server.
-     */
-    public var name: String
-    /**
-     * Absolute path to the MCP server executable.
-     */
-    public var command: String
-    /**
-     * Command-line arguments to pass to the MCP server.
-     */
-    public var args: [String]?
-    /**
-     * Environment variables to set when launching the MCP server. Names SHOULD be unique.
-     * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
-     */
-    public var env: [EnvVariable]?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Human-readable name identifying this MCP server.
-         */name: String, 
-        /**
-         * Absolute path to the MCP server executable.
-         */command: String, 
-        /**
-         * Command-line arguments to pass to the MCP server.
-         */args: [String]? = nil, 
-        /**
-         * Environment variables to set when launching the MCP server. Names SHOULD be unique.
-         * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
-         */env: [EnvVariable]? = nil, meta: JsonObject? = nil) {
-        self.name = name
-        self.command = command
-        self.args = args
-        self.env = env
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension McpServerStdio: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeMcpServerStdio: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpServerStdio {
-        return
-            try McpServerStdio(
-                name: FfiConverterString.read(from: &buf), 
-                command: FfiConverterString.read(from: &buf), 
-                args: FfiConverterOptionSequenceString.read(from: &buf), 
-                env: FfiConverterOptionSequenceTypeEnvVariable.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: McpServerStdio, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.command, into: &buf)
-        FfiConverterOptionSequenceString.write(value.args, into: &buf)
-        FfiConverterOptionSequenceTypeEnvVariable.write(value.env, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMcpServerStdio_lift(_ buf: RustBuffer) throws -> McpServerStdio {
-    return try FfiConverterTypeMcpServerStdio.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMcpServerStdio_lower(_ value: McpServerStdio) -> RustBuffer {
-    return FfiConverterTypeMcpServerStdio.lower(value)
-}
-
-
-/**
- * Everything a client UI renders for one session.
- */
-public struct MirrorSnapshot: Equatable, Hashable {
-    public var state: TurnState
-    public var stopReason: StopReason?
-    public var usage: Usage?
-    public var pending: [PendingItem]
-    public var transcript: [TranscriptEntry]
-    public var violations: [Violation]
-    public var affordances: Affordances
-    public var agentPending: [PendingInject]?
-    public var closed: Bool
-    public var tolerated: UInt64
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(state: TurnState, stopReason: StopReason?, usage: Usage?, pending: [PendingItem], transcript: [TranscriptEntry], violations: [Violation], affordances: Affordances, agentPending: [PendingInject]?, closed: Bool, tolerated: UInt64) {
-        self.state = state
-        self.stopReason = stopReason
-        self.usage = usage
-        self.pending = pending
-        self.transcript = transcript
-        self.violations = violations
-        self.affordances = affordances
-        self.agentPending = agentPending
-        self.closed = closed
-        self.tolerated = tolerated
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension MirrorSnapshot: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeMirrorSnapshot: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MirrorSnapshot {
-        return
-            try MirrorSnapshot(
-                state: FfiConverterTypeTurnState.read(from: &buf), 
-                stopReason: FfiConverterOptionTypeStopReason.read(from: &buf), 
-                usage: FfiConverterOptionTypeUsage.read(from: &buf), 
-                pending: FfiConverterSequenceTypePendingItem.read(from: &buf), 
-                transcript: FfiConverterSequenceTypeTranscriptEntry.read(from: &buf), 
-                violations: FfiConverterSequenceTypeViolation.read(from: &buf), 
-                affordances: FfiConverterTypeAffordances.read(from: &buf), 
-                agentPending: FfiConverterOptionSequenceTypePendingInject.read(from: &buf), 
-                closed: FfiConverterBool.read(from: &buf), 
-                tolerated: FfiConverterUInt64.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: MirrorSnapshot, into buf: inout [UInt8]) {
-        FfiConverterTypeTurnState.write(value.state, into: &buf)
-        FfiConverterOptionTypeStopReason.write(value.stopReason, into: &buf)
-        FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
-        FfiConverterSequenceTypePendingItem.write(value.pending, into: &buf)
-        FfiConverterSequenceTypeTranscriptEntry.write(value.transcript, into: &buf)
-        FfiConverterSequenceTypeViolation.write(value.violations, into: &buf)
-        FfiConverterTypeAffordances.write(value.affordances, into: &buf)
-        FfiConverterOptionSequenceTypePendingInject.write(value.agentPending, into: &buf)
-        FfiConverterBool.write(value.closed, into: &buf)
-        FfiConverterUInt64.write(value.tolerated, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMirrorSnapshot_lift(_ buf: RustBuffer) throws -> MirrorSnapshot {
-    return try FfiConverterTypeMirrorSnapshot.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMirrorSnapshot_lower(_ value: MirrorSnapshot) -> RustBuffer {
-    return FfiConverterTypeMirrorSnapshot.lower(value)
-}
-
-
-/**
- * Request parameters for creating a new session.
- *
- * See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
- */
-public struct NewSessionRequest: Equatable, Hashable {
-    /**
-     * The working directory for this session. Must be an absolute path.
-     */
-    public var cwd: String
-    /**
-     * Additional workspace roots for this session. Each path must be absolute.
-     *
-     * These expand the session's workspace scope without changing `cwd`, which
-     * remains the base for relative paths. When omitted or empty, no
-     * additional roots are activated for the new session.
-     */
-    public var additionalDirectories: [String]?
-    /**
-     * List of MCP (Model Context Protocol) servers the agent should connect to.
-     */
-    public var mcpServers: [McpServer]?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The working directory for this session. Must be an absolute path.
-         */cwd: String, 
-        /**
-         * Additional workspace roots for this session. Each path must be absolute.
-         *
-         * These expand the session's workspace scope without changing `cwd`, which
-         * remains the base for relative paths. When omitted or empty, no
-         * additional roots are activated for the new session.
-         */additionalDirectories: [String]? = nil, 
-        /**
-         * List of MCP (Model Context Protocol) servers the agent should connect to.
-         */mcpServers: [McpServer]? = nil, meta: JsonObject? = nil) {
-        self.cwd = cwd
-        self.additionalDirectories = additionalDirectories
-        self.mcpServers = mcpServers
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension NewSessionRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeNewSessionRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NewSessionRequest {
-        return
-            try NewSessionRequest(
-                cwd: FfiConverterString.read(from: &buf), 
-                additionalDirectories: FfiConverterOptionSequenceString.read(from: &buf), 
-                mcpServers: FfiConverterOptionSequenceTypeMcpServer.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: NewSessionRequest, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.cwd, into: &buf)
-        FfiConverterOptionSequenceString.write(value.additionalDirectories, into: &buf)
-        FfiConverterOptionSequenceTypeMcpServer.write(value.mcpServers, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeNewSessionRequest_lift(_ buf: RustBuffer) throws -> NewSessionRequest {
-    return try FfiConverterTypeNewSessionRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeNewSessionRequest_lower(_ value: NewSessionRequest) -> RustBuffer {
-    return FfiConverterTypeNewSessionRequest.lower(value)
-}
-
-
-/**
- * Response from creating a new session.
- *
- * New sessions default to `idle` until a state update reports otherwise.
- * Updates may arrive before or after this response. Clients MUST NOT overwrite
- * an already-reported state when the response arrives.
- *
- * See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
- */
-public struct NewSessionResponse: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension NewSessionResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeNewSessionResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NewSessionResponse {
-        return
-            try NewSessionResponse(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: NewSessionResponse, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeNewSessionResponse_lift(_ buf: RustBuffer) throws -> NewSessionResponse {
-    return try FfiConverterTypeNewSessionResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeNewSessionResponse_lower(_ value: NewSessionResponse) -> RustBuffer {
-    return FfiConverterTypeNewSessionResponse.lower(value)
-}
-
-
-/**
- * Operations on a pending (not yet delivered) inject.
- */
-public struct PendingCapabilities: Equatable, Hashable {
-    /**
-     * `session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
-     */
-    public var replace: Bool
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * `session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
-         */replace: Bool, meta: JsonObject? = nil) {
-        self.replace = replace
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PendingCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePendingCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingCapabilities {
-        return
-            try PendingCapabilities(
-                replace: FfiConverterBool.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PendingCapabilities, into buf: inout [UInt8]) {
-        FfiConverterBool.write(value.replace, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePendingCapabilities_lift(_ buf: RustBuffer) throws -> PendingCapabilities {
-    return try FfiConverterTypePendingCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePendingCapabilities_lower(_ value: PendingCapabilities) -> RustBuffer {
-    return FfiConverterTypePendingCapabilities.lower(value)
-}
-
-
-/**
- * A pending inject as the pending-list extension reports it.
- */
-public struct PendingInject: Equatable, Hashable {
-    public var messageId: MessageId
-    public var mode: InjectMode
-    public var content: [ContentBlock]
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, mode: InjectMode, content: [ContentBlock], meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.mode = mode
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PendingInject: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePendingInject: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingInject {
-        return
-            try PendingInject(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                mode: FfiConverterTypeInjectMode.read(from: &buf), 
-                content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PendingInject, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterTypeInjectMode.write(value.mode, into: &buf)
-        FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePendingInject_lift(_ buf: RustBuffer) throws -> PendingInject {
-    return try FfiConverterTypePendingInject.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePendingInject_lower(_ value: PendingInject) -> RustBuffer {
-    return FfiConverterTypePendingInject.lower(value)
-}
-
-
-/**
- * Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
- */
-public struct PendingInjectsUpdate: Equatable, Hashable {
-    public var pending: [PendingInject]
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(pending: [PendingInject], meta: JsonObject? = nil) {
-        self.pending = pending
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PendingInjectsUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePendingInjectsUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingInjectsUpdate {
-        return
-            try PendingInjectsUpdate(
-                pending: FfiConverterSequenceTypePendingInject.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PendingInjectsUpdate, into buf: inout [UInt8]) {
-        FfiConverterSequenceTypePendingInject.write(value.pending, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePendingInjectsUpdate_lift(_ buf: RustBuffer) throws -> PendingInjectsUpdate {
-    return try FfiConverterTypePendingInjectsUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePendingInjectsUpdate_lower(_ value: PendingInjectsUpdate) -> RustBuffer {
-    return FfiConverterTypePendingInjectsUpdate.lower(value)
-}
-
-
-/**
- * One of the client's own prompts or injects.
- */
-public struct PendingItem: Equatable, Hashable {
-    public var messageId: MessageId?
-    public var mode: ItemMode
-    public var status: ItemStatus
-    public var content: [ContentBlock]
-    public var superseded: [[ContentBlock]]
-    public var held: Bool
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId?, mode: ItemMode, status: ItemStatus, content: [ContentBlock], superseded: [[ContentBlock]], held: Bool) {
-        self.messageId = messageId
-        self.mode = mode
-        self.status = status
-        self.content = content
-        self.superseded = superseded
-        self.held = held
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PendingItem: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePendingItem: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PendingItem {
-        return
-            try PendingItem(
-                messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
-                mode: FfiConverterTypeItemMode.read(from: &buf), 
-                status: FfiConverterTypeItemStatus.read(from: &buf), 
-                content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
-                superseded: FfiConverterSequenceSequenceTypeContentBlock.read(from: &buf), 
-                held: FfiConverterBool.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PendingItem, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterTypeItemMode.write(value.mode, into: &buf)
-        FfiConverterTypeItemStatus.write(value.status, into: &buf)
-        FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterSequenceSequenceTypeContentBlock.write(value.superseded, into: &buf)
-        FfiConverterBool.write(value.held, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePendingItem_lift(_ buf: RustBuffer) throws -> PendingItem {
-    return try FfiConverterTypePendingItem.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePendingItem_lower(_ value: PendingItem) -> RustBuffer {
-    return FfiConverterTypePendingItem.lower(value)
-}
-
-
-/**
- * What a runtime asks the user (`session/request_permission` without the session and id).
- */
-public struct PermissionAsk: Equatable, Hashable {
-    public var title: String
-    public var description: String?
-    public var options: [PermissionOption]
-    public var subject: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(title: String, description: String?, options: [PermissionOption], subject: JsonObject?) {
-        self.title = title
-        self.description = description
-        self.options = options
-        self.subject = subject
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PermissionAsk: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePermissionAsk: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionAsk {
-        return
-            try PermissionAsk(
-                title: FfiConverterString.read(from: &buf), 
-                description: FfiConverterOptionString.read(from: &buf), 
-                options: FfiConverterSequenceTypePermissionOption.read(from: &buf), 
-                subject: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PermissionAsk, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.title, into: &buf)
-        FfiConverterOptionString.write(value.description, into: &buf)
-        FfiConverterSequenceTypePermissionOption.write(value.options, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.subject, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionAsk_lift(_ buf: RustBuffer) throws -> PermissionAsk {
-    return try FfiConverterTypePermissionAsk.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionAsk_lower(_ value: PermissionAsk) -> RustBuffer {
-    return FfiConverterTypePermissionAsk.lower(value)
-}
-
-
-/**
- * An option presented to the user when requesting permission.
- */
-public struct PermissionOption: Equatable, Hashable {
-    public var optionId: PermissionOptionId
-    /**
-     * Human-readable label to display to the user.
-     */
-    public var name: String
-    public var kind: PermissionOptionKind
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(optionId: PermissionOptionId, 
-        /**
-         * Human-readable label to display to the user.
-         */name: String, kind: PermissionOptionKind, meta: JsonObject? = nil) {
-        self.optionId = optionId
-        self.name = name
-        self.kind = kind
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PermissionOption: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePermissionOption: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionOption {
-        return
-            try PermissionOption(
-                optionId: FfiConverterTypePermissionOptionId.read(from: &buf), 
-                name: FfiConverterString.read(from: &buf), 
-                kind: FfiConverterTypePermissionOptionKind.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PermissionOption, into buf: inout [UInt8]) {
-        FfiConverterTypePermissionOptionId.write(value.optionId, into: &buf)
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterTypePermissionOptionKind.write(value.kind, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionOption_lift(_ buf: RustBuffer) throws -> PermissionOption {
-    return try FfiConverterTypePermissionOption.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionOption_lower(_ value: PermissionOption) -> RustBuffer {
-    return FfiConverterTypePermissionOption.lower(value)
-}
-
-
-/**
- * A permission request the core sent: its id (the `PermissionAnswered` action that answers it
- * carries the same id) and the outputs the call caused (the `requires_action` update and the
- * request line, or the `cancelled` answer when no controller is attached).
- */
-public struct PermissionRequestSent: Equatable, Hashable {
-    /**
-     * The request's id.
-     */
-    public var requestId: RequestId
-    /**
-     * Every output the call caused, in order.
-     */
-    public var outputs: [Output]
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The request's id.
-         */requestId: RequestId, 
-        /**
-         * Every output the call caused, in order.
-         */outputs: [Output]) {
-        self.requestId = requestId
-        self.outputs = outputs
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PermissionRequestSent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePermissionRequestSent: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionRequestSent {
-        return
-            try PermissionRequestSent(
-                requestId: FfiConverterTypeRequestId.read(from: &buf), 
-                outputs: FfiConverterSequenceTypeOutput.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PermissionRequestSent, into buf: inout [UInt8]) {
-        FfiConverterTypeRequestId.write(value.requestId, into: &buf)
-        FfiConverterSequenceTypeOutput.write(value.outputs, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionRequestSent_lift(_ buf: RustBuffer) throws -> PermissionRequestSent {
-    return try FfiConverterTypePermissionRequestSent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionRequestSent_lower(_ value: PermissionRequestSent) -> RustBuffer {
-    return FfiConverterTypePermissionRequestSent.lower(value)
-}
-
-
-/**
- * A single entry in the execution plan.
- *
- * Represents a task or goal that the assistant intends to accomplish
- * as part of fulfilling the user's request.
- * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
- */
-public struct PlanEntry: Equatable, Hashable {
-    /**
-     * Human-readable description of what this task aims to accomplish.
-     */
-    public var content: String
-    public var priority: PlanEntryPriority
-    public var status: PlanEntryStatus
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Human-readable description of what this task aims to accomplish.
-         */content: String, priority: PlanEntryPriority, status: PlanEntryStatus, meta: JsonObject? = nil) {
-        self.content = content
-        self.priority = priority
-        self.status = status
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PlanEntry: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanEntry: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntry {
-        return
-            try PlanEntry(
-                content: FfiConverterString.read(from: &buf), 
-                priority: FfiConverterTypePlanEntryPriority.read(from: &buf), 
-                status: FfiConverterTypePlanEntryStatus.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PlanEntry, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.content, into: &buf)
-        FfiConverterTypePlanEntryPriority.write(value.priority, into: &buf)
-        FfiConverterTypePlanEntryStatus.write(value.status, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntry_lift(_ buf: RustBuffer) throws -> PlanEntry {
-    return try FfiConverterTypePlanEntry.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntry_lower(_ value: PlanEntry) -> RustBuffer {
-    return FfiConverterTypePlanEntry.lower(value)
-}
-
-
-/**
- * Structured plan entries.
- */
-public struct PlanItems: Equatable, Hashable {
-    /**
-     * The plan ID to update.
-     */
-    public var planId: String
-    /**
-     * The list of tasks to be accomplished.
-     *
-     * When updating an item-based plan, the agent must send a complete list of all entries
-     * with their current status. The client replaces that plan with each update.
-     */
-    public var entries: [PlanEntry]
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The plan ID to update.
-         */planId: String, 
-        /**
-         * The list of tasks to be accomplished.
-         *
-         * When updating an item-based plan, the agent must send a complete list of all entries
-         * with their current status. The client replaces that plan with each update.
-         */entries: [PlanEntry], meta: JsonObject? = nil) {
-        self.planId = planId
-        self.entries = entries
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PlanItems: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanItems: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanItems {
-        return
-            try PlanItems(
-                planId: FfiConverterString.read(from: &buf), 
-                entries: FfiConverterSequenceTypePlanEntry.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PlanItems, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.planId, into: &buf)
-        FfiConverterSequenceTypePlanEntry.write(value.entries, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanItems_lift(_ buf: RustBuffer) throws -> PlanItems {
-    return try FfiConverterTypePlanItems.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanItems_lower(_ value: PlanItems) -> RustBuffer {
-    return FfiConverterTypePlanItems.lower(value)
-}
-
-
-/**
- * A content update for a plan identified by ID.
- * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
- */
-public struct PlanUpdate: Equatable, Hashable {
-    public var plan: PlanUpdateContent
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(plan: PlanUpdateContent, meta: JsonObject? = nil) {
-        self.plan = plan
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PlanUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanUpdate {
-        return
-            try PlanUpdate(
-                plan: FfiConverterTypePlanUpdateContent.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PlanUpdate, into buf: inout [UInt8]) {
-        FfiConverterTypePlanUpdateContent.write(value.plan, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanUpdate_lift(_ buf: RustBuffer) throws -> PlanUpdate {
-    return try FfiConverterTypePlanUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanUpdate_lower(_ value: PlanUpdate) -> RustBuffer {
-    return FfiConverterTypePlanUpdate.lower(value)
-}
-
-
-/**
- * Agent-side knobs.
- */
-public struct Policy: Equatable, Hashable {
-    public var queueDrain: QueueDrain
-    public var steerInStream: SteerInStream
-    public var revokeReplace: RevokeReplace
-    public var rememberIds: UInt64
-    public var clearStyle: ClearStyle
-    public var maxLineBytes: UInt64
-    public var listPageSize: UInt64
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(queueDrain: QueueDrain, steerInStream: SteerInStream, revokeReplace: RevokeReplace, rememberIds: UInt64, clearStyle: ClearStyle, maxLineBytes: UInt64, listPageSize: UInt64) {
-        self.queueDrain = queueDrain
-        self.steerInStream = steerInStream
-        self.revokeReplace = revokeReplace
-        self.rememberIds = rememberIds
-        self.clearStyle = clearStyle
-        self.maxLineBytes = maxLineBytes
-        self.listPageSize = listPageSize
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Policy: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePolicy: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Policy {
-        return
-            try Policy(
-                queueDrain: FfiConverterTypeQueueDrain.read(from: &buf), 
-                steerInStream: FfiConverterTypeSteerInStream.read(from: &buf), 
-                revokeReplace: FfiConverterTypeRevokeReplace.read(from: &buf), 
-                rememberIds: FfiConverterUInt64.read(from: &buf), 
-                clearStyle: FfiConverterTypeClearStyle.read(from: &buf), 
-                maxLineBytes: FfiConverterUInt64.read(from: &buf), 
-                listPageSize: FfiConverterUInt64.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Policy, into buf: inout [UInt8]) {
-        FfiConverterTypeQueueDrain.write(value.queueDrain, into: &buf)
-        FfiConverterTypeSteerInStream.write(value.steerInStream, into: &buf)
-        FfiConverterTypeRevokeReplace.write(value.revokeReplace, into: &buf)
-        FfiConverterUInt64.write(value.rememberIds, into: &buf)
-        FfiConverterTypeClearStyle.write(value.clearStyle, into: &buf)
-        FfiConverterUInt64.write(value.maxLineBytes, into: &buf)
-        FfiConverterUInt64.write(value.listPageSize, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePolicy_lift(_ buf: RustBuffer) throws -> Policy {
-    return try FfiConverterTypePolicy.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePolicy_lower(_ value: Policy) -> RustBuffer {
-    return FfiConverterTypePolicy.lower(value)
-}
-
-
-/**
- * Request parameters for sending a user prompt to the agent.
- *
- * Contains the user's message and any additional context.
- *
- * See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
- */
-public struct PromptRequest: Equatable, Hashable {
-    public var sessionId: SessionId
-    /**
-     * The blocks of content that compose the user's message.
-     *
-     * As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
-     * while other variants are optionally enabled via `PromptCapabilities`.
-     *
-     * The Client MUST adapt its interface according to `PromptCapabilities`.
-     *
-     * The client MAY include referenced pieces of context as either
-     * `resource` or `resource_link` content blocks.
-     *
-     * When available, `resource` is preferred
-     * as it avoids extra round-trips and allows the message to include
-     * pieces of context from sources the agent may not have access to.
-     *
-     * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
-     * inserting it.
-     */
-    public var prompt: [ContentBlock]
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, 
-        /**
-         * The blocks of content that compose the user's message.
-         *
-         * As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
-         * while other variants are optionally enabled via `PromptCapabilities`.
-         *
-         * The Client MUST adapt its interface according to `PromptCapabilities`.
-         *
-         * The client MAY include referenced pieces of context as either
-         * `resource` or `resource_link` content blocks.
-         *
-         * When available, `resource` is preferred
-         * as it avoids extra round-trips and allows the message to include
-         * pieces of context from sources the agent may not have access to.
-         *
-         * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
-         * inserting it.
-         */prompt: [ContentBlock], meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.prompt = prompt
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PromptRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePromptRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PromptRequest {
-        return
-            try PromptRequest(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                prompt: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PromptRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterSequenceTypeContentBlock.write(value.prompt, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePromptRequest_lift(_ buf: RustBuffer) throws -> PromptRequest {
-    return try FfiConverterTypePromptRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePromptRequest_lower(_ value: PromptRequest) -> RustBuffer {
-    return FfiConverterTypePromptRequest.lower(value)
-}
-
-
-/**
- * Response acknowledging that a user prompt was inserted into the ACP conversation.
- *
- * This response does not indicate that the prompt was merely received or held, nor that the
- * agent has finished processing it.
- * Processing and completion are reported through `state_update` session updates.
- *
- * Insertion is the logical addition of a user message with a message ID and a position
- * relative to other messages in the ACP conversation.
- *
- * See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
- */
-public struct PromptResponse: Equatable, Hashable {
-    public var messageId: MessageId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PromptResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePromptResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PromptResponse {
-        return
-            try PromptResponse(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PromptResponse, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePromptResponse_lift(_ buf: RustBuffer) throws -> PromptResponse {
-    return try FfiConverterTypePromptResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePromptResponse_lower(_ value: PromptResponse) -> RustBuffer {
-    return FfiConverterTypePromptResponse.lower(value)
-}
-
-
-/**
- * An error the agent answered to one of this client's requests.
- */
-public struct ProtocolError: Equatable, Hashable {
-    public var code: Int64
-    public var message: String
-    public var reason: ErrorReason?
-    public var messageId: MessageId?
-    public var detail: String?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(code: Int64, message: String, reason: ErrorReason?, messageId: MessageId?, detail: String?) {
-        self.code = code
-        self.message = message
-        self.reason = reason
-        self.messageId = messageId
-        self.detail = detail
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ProtocolError: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeProtocolError: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ProtocolError {
-        return
-            try ProtocolError(
-                code: FfiConverterInt64.read(from: &buf), 
-                message: FfiConverterString.read(from: &buf), 
-                reason: FfiConverterOptionTypeErrorReason.read(from: &buf), 
-                messageId: FfiConverterOptionTypeMessageId.read(from: &buf), 
-                detail: FfiConverterOptionString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ProtocolError, into buf: inout [UInt8]) {
-        FfiConverterInt64.write(value.code, into: &buf)
-        FfiConverterString.write(value.message, into: &buf)
-        FfiConverterOptionTypeErrorReason.write(value.reason, into: &buf)
-        FfiConverterOptionTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterOptionString.write(value.detail, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeProtocolError_lift(_ buf: RustBuffer) throws -> ProtocolError {
-    return try FfiConverterTypeProtocolError.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeProtocolError_lower(_ value: ProtocolError) -> RustBuffer {
-    return FfiConverterTypeProtocolError.lower(value)
-}
-
-
-/**
- * Replaces a pending inject's content, keeping its id, mode and position.
- */
-public struct ReplaceInjectRequest: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var messageId: MessageId
-    /**
-     * The new content (at least one block).
-     */
-    public var content: [ContentBlock]
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, messageId: MessageId, 
-        /**
-         * The new content (at least one block).
-         */content: [ContentBlock], meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.messageId = messageId
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ReplaceInjectRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeReplaceInjectRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ReplaceInjectRequest {
-        return
-            try ReplaceInjectRequest(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterSequenceTypeContentBlock.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ReplaceInjectRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeReplaceInjectRequest_lift(_ buf: RustBuffer) throws -> ReplaceInjectRequest {
-    return try FfiConverterTypeReplaceInjectRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeReplaceInjectRequest_lower(_ value: ReplaceInjectRequest) -> RustBuffer {
-    return FfiConverterTypeReplaceInjectRequest.lower(value)
-}
-
-
-/**
- * The content was replaced; the `user_message` will carry the new content.
- */
-public struct ReplaceInjectResponse: Equatable, Hashable {
-    public var messageId: MessageId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ReplaceInjectResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeReplaceInjectResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ReplaceInjectResponse {
-        return
-            try ReplaceInjectResponse(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ReplaceInjectResponse, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeReplaceInjectResponse_lift(_ buf: RustBuffer) throws -> ReplaceInjectResponse {
-    return try FfiConverterTypeReplaceInjectResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeReplaceInjectResponse_lower(_ value: ReplaceInjectResponse) -> RustBuffer {
-    return FfiConverterTypeReplaceInjectResponse.lower(value)
-}
-
-
-/**
- * Replay all retained conversation history from its first replayable entry.
- */
-public struct ReplayFromStart: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ReplayFromStart: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeReplayFromStart: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ReplayFromStart {
-        return
-            try ReplayFromStart(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ReplayFromStart, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeReplayFromStart_lift(_ buf: RustBuffer) throws -> ReplayFromStart {
-    return try FfiConverterTypeReplayFromStart.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeReplayFromStart_lower(_ value: ReplayFromStart) -> RustBuffer {
-    return FfiConverterTypeReplayFromStart.lower(value)
-}
-
-
-/**
- * Request for user permission to proceed with an operation.
- *
- * Sent when the agent needs authorization before performing a sensitive operation.
- *
- * See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
- */
-public struct RequestPermissionRequest: Equatable, Hashable {
-    public var sessionId: SessionId
-    /**
-     * Human-readable title for the permission prompt.
-     *
-     * This title is specific to the permission prompt and does not update any
-     * subject's displayed title.
-     */
-    public var title: String
-    /**
-     * Optional human-readable explanation of why permission is needed.
-     *
-     * This text is specific to the permission prompt and does not update any
-     * subject's displayed content. Omitted and `null` are equivalent and mean no separate
-     * permission description was provided.
-     */
-    public var description: String?
-    /**
-     * Optional structured context about the operation requiring permission.
-     *
-     * Omitted and `null` are equivalent and mean no structured subject was provided.
-     */
-    public var subject: JsonObject?
-    /**
-     * Available permission options for the user to choose from.
-     * Must contain at least one option.
-     */
-    public var options: [PermissionOption]
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, 
-        /**
-         * Human-readable title for the permission prompt.
-         *
-         * This title is specific to the permission prompt and does not update any
-         * subject's displayed title.
-         */title: String, 
-        /**
-         * Optional human-readable explanation of why permission is needed.
-         *
-         * This text is specific to the permission prompt and does not update any
-         * subject's displayed content. Omitted and `null` are equivalent and mean no separate
-         * permission description was provided.
-         */description: String? = nil, 
-        /**
-         * Optional structured context about the operation requiring permission.
-         *
-         * Omitted and `null` are equivalent and mean no structured subject was provided.
-         */subject: JsonObject? = nil, 
-        /**
-         * Available permission options for the user to choose from.
-         * Must contain at least one option.
-         */options: [PermissionOption], meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.title = title
-        self.description = description
-        self.subject = subject
-        self.options = options
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension RequestPermissionRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRequestPermissionRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestPermissionRequest {
-        return
-            try RequestPermissionRequest(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                title: FfiConverterString.read(from: &buf), 
-                description: FfiConverterOptionString.read(from: &buf), 
-                subject: FfiConverterOptionTypeJsonObject.read(from: &buf), 
-                options: FfiConverterSequenceTypePermissionOption.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: RequestPermissionRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.title, into: &buf)
-        FfiConverterOptionString.write(value.description, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.subject, into: &buf)
-        FfiConverterSequenceTypePermissionOption.write(value.options, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestPermissionRequest_lift(_ buf: RustBuffer) throws -> RequestPermissionRequest {
-    return try FfiConverterTypeRequestPermissionRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestPermissionRequest_lower(_ value: RequestPermissionRequest) -> RustBuffer {
-    return FfiConverterTypeRequestPermissionRequest.lower(value)
-}
-
-
-/**
- * Response to a permission request.
- */
-public struct RequestPermissionResponse: Equatable, Hashable {
-    public var outcome: RequestPermissionOutcome
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(outcome: RequestPermissionOutcome, meta: JsonObject? = nil) {
-        self.outcome = outcome
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension RequestPermissionResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRequestPermissionResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestPermissionResponse {
-        return
-            try RequestPermissionResponse(
-                outcome: FfiConverterTypeRequestPermissionOutcome.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: RequestPermissionResponse, into buf: inout [UInt8]) {
-        FfiConverterTypeRequestPermissionOutcome.write(value.outcome, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestPermissionResponse_lift(_ buf: RustBuffer) throws -> RequestPermissionResponse {
-    return try FfiConverterTypeRequestPermissionResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestPermissionResponse_lower(_ value: RequestPermissionResponse) -> RustBuffer {
-    return FfiConverterTypeRequestPermissionResponse.lower(value)
-}
-
-
-/**
- * Foreground work is blocked on user action.
- */
-public struct RequiresActionStateUpdate: Equatable, Hashable {
-    /**
-     * Work running independently of foreground work, as a complete snapshot.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-     * background work, not that nothing is running. `[]` means no background work is
-     * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
-     *
-     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-     */
-    public var background: [BackgroundWork]?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Work running independently of foreground work, as a complete snapshot.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-         * background work, not that nothing is running. `[]` means no background work is
-         * running. An Agent that reports background work MUST include it on every state
-         * update for the session. A malformed list is treated as not reported.
-         *
-         * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-         */background: [BackgroundWork]? = nil, meta: JsonObject? = nil) {
-        self.background = background
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension RequiresActionStateUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRequiresActionStateUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequiresActionStateUpdate {
-        return
-            try RequiresActionStateUpdate(
-                background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: RequiresActionStateUpdate, into buf: inout [UInt8]) {
-        FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequiresActionStateUpdate_lift(_ buf: RustBuffer) throws -> RequiresActionStateUpdate {
-    return try FfiConverterTypeRequiresActionStateUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequiresActionStateUpdate_lower(_ value: RequiresActionStateUpdate) -> RustBuffer {
-    return FfiConverterTypeRequiresActionStateUpdate.lower(value)
-}
-
-
-/**
- * References to resources that the receiver may be able to read.
- *
- * All agents MUST support resource links in prompts.
- */
-public struct ResourceLink: Equatable, Hashable {
-    /**
-     * Human-readable name shown for this protocol object.
-     */
-    public var name: String
-    /**
-     * URI associated with this resource or media payload.
-     */
-    public var uri: String
-    /**
-     * Optional display title for end-user UI.
-     *
-     * Omitted and `null` are equivalent and mean no title is provided.
-     */
-    public var title: String?
-    /**
-     * Optional human-readable details shown with this protocol object.
-     *
-     * Omitted and `null` are equivalent and mean no description is provided.
-     */
-    public var description: String?
-    /**
-     * Optional set of sized icons that the client can display in a user interface.
-     *
-     * Omitted and `null` are equivalent and mean no icons are provided.
-     */
-    public var icons: [JsonObject]?
-    /**
-     * MIME type describing the encoded media payload.
-     *
-     * Omitted and `null` are equivalent and mean the MIME type is not specified.
-     */
-    public var mimeType: String?
-    /**
-     * Optional size of the linked resource in bytes, if known.
-     *
-     * Omitted and `null` are equivalent and mean the size is not known.
-     */
-    public var size: UInt64?
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    public var annotations: Annotations?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Human-readable name shown for this protocol object.
-         */name: String, 
-        /**
-         * URI associated with this resource or media payload.
-         */uri: String, 
-        /**
-         * Optional display title for end-user UI.
-         *
-         * Omitted and `null` are equivalent and mean no title is provided.
-         */title: String? = nil, 
-        /**
-         * Optional human-readable details shown with this protocol object.
-         *
-         * Omitted and `null` are equivalent and mean no description is provided.
-         */description: String? = nil, 
-        /**
-         * Optional set of sized icons that the client can display in a user interface.
-         *
-         * Omitted and `null` are equivalent and mean no icons are provided.
-         */icons: [JsonObject]? = nil, 
-        /**
-         * MIME type describing the encoded media payload.
-         *
-         * Omitted and `null` are equivalent and mean the MIME type is not specified.
-         */mimeType: String? = nil, 
-        /**
-         * Optional size of the linked resource in bytes, if known.
-         *
-         * Omitted and `null` are equivalent and mean the size is not known.
-         */size: UInt64? = nil, 
-        /**
-         * Optional annotations that help clients decide how to display or route this content.
-         *
-         * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
-        self.name = name
-        self.uri = uri
-        self.title = title
-        self.description = description
-        self.icons = icons
-        self.mimeType = mimeType
-        self.size = size
-        self.annotations = annotations
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ResourceLink: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeResourceLink: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ResourceLink {
-        return
-            try ResourceLink(
-                name: FfiConverterString.read(from: &buf), 
-                uri: FfiConverterString.read(from: &buf), 
-                title: FfiConverterOptionString.read(from: &buf), 
-                description: FfiConverterOptionString.read(from: &buf), 
-                icons: FfiConverterOptionSequenceTypeJsonObject.read(from: &buf), 
-                mimeType: FfiConverterOptionString.read(from: &buf), 
-                size: FfiConverterOptionUInt64.read(from: &buf), 
-                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ResourceLink, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.uri, into: &buf)
-        FfiConverterOptionString.write(value.title, into: &buf)
-        FfiConverterOptionString.write(value.description, into: &buf)
-        FfiConverterOptionSequenceTypeJsonObject.write(value.icons, into: &buf)
-        FfiConverterOptionString.write(value.mimeType, into: &buf)
-        FfiConverterOptionUInt64.write(value.size, into: &buf)
-        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeResourceLink_lift(_ buf: RustBuffer) throws -> ResourceLink {
-    return try FfiConverterTypeResourceLink.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeResourceLink_lower(_ value: ResourceLink) -> RustBuffer {
-    return FfiConverterTypeResourceLink.lower(value)
-}
-
-
-/**
- * Request parameters for resuming an existing session.
- *
- * Resumes an existing session and optionally replays retained conversation
- * history according to `replayFrom`.
- */
-public struct ResumeSessionRequest: Equatable, Hashable {
-    public var sessionId: SessionId
-    /**
-     * The working directory for this session. Must be an absolute path.
-     *
-     * Clients MUST send the session's working directory. Agents MAY reject a different directory
-     * with `-32602`, and MAY normalize paths when comparing.
-     */
-    public var cwd: String
-    /**
-     * Additional workspace roots to activate for this session. Each path must be absolute.
-     *
-     * When omitted or empty, no additional roots are activated. When non-empty,
-     * this is the complete resulting additional-root list for the resumed
-     * session. It may differ from any previously used or reported list as long as
-     * the request `cwd` matches the session's `cwd`.
-     */
-    public var additionalDirectories: [String]?
-    /**
-     * List of MCP servers to connect to for this session.
-     *
-     * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
-     * NOT restore servers from earlier requests.
-     */
-    public var mcpServers: [McpServer]?
-    /**
-     * Inclusive cursor describing where conversation replay should begin.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent should resume without
-     * replaying previous conversation history. Replay cursors are inclusive:
-     * replay includes the position identified by the cursor. Supplying
-     * `{ "type": "start" }` means the Agent should replay all retained
-     * conversation history before responding.
-     *
-     * Agents MUST reject unsupported cursor types or malformed cursor values
-     * with `-32602` (Invalid params), rather than substituting another cursor
-     * or resuming without replay.
-     */
-    public var replayFrom: ReplayFrom?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, 
-        /**
-         * The working directory for this session. Must be an absolute path.
-         *
-         * Clients MUST send the session's working directory. Agents MAY reject a different directory
-         * with `-32602`, and MAY normalize paths when comparing.
-         */cwd: String, 
-        /**
-         * Additional workspace roots to activate for this session. Each path must be absolute.
-         *
-         * When omitted or empty, no additional roots are activated. When non-empty,
-         * this is the complete resulting additional-root list for the resumed
-         * session. It may differ from any previously used or reported list as long as
-         * the request `cwd` matches the session's `cwd`.
-         */additionalDirectories: [String]? = nil, 
-        /**
-         * List of MCP servers to connect to for this session.
-         *
-         * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
-         * NOT restore servers from earlier requests.
-         */mcpServers: [McpServer]? = nil, 
-        /**
-         * Inclusive cursor describing where conversation replay should begin.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the Agent should resume without
-         * replaying previous conversation history. Replay cursors are inclusive:
-         * replay includes the position identified by the cursor. Supplying
-         * `{ "type": "start" }` means the Agent should replay all retained
-         * conversation history before responding.
-         *
-         * Agents MUST reject unsupported cursor types or malformed cursor values
-         * with `-32602` (Invalid params), rather than substituting another cursor
-         * or resuming without replay.
-         */replayFrom: ReplayFrom? = nil, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.cwd = cwd
-        self.additionalDirectories = additionalDirectories
-        self.mcpServers = mcpServers
-        self.replayFrom = replayFrom
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ResumeSessionRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeResumeSessionRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ResumeSessionRequest {
-        return
-            try ResumeSessionRequest(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                cwd: FfiConverterString.read(from: &buf), 
-                additionalDirectories: FfiConverterOptionSequenceString.read(from: &buf), 
-                mcpServers: FfiConverterOptionSequenceTypeMcpServer.read(from: &buf), 
-                replayFrom: FfiConverterOptionTypeReplayFrom.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ResumeSessionRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.cwd, into: &buf)
-        FfiConverterOptionSequenceString.write(value.additionalDirectories, into: &buf)
-        FfiConverterOptionSequenceTypeMcpServer.write(value.mcpServers, into: &buf)
-        FfiConverterOptionTypeReplayFrom.write(value.replayFrom, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeResumeSessionRequest_lift(_ buf: RustBuffer) throws -> ResumeSessionRequest {
-    return try FfiConverterTypeResumeSessionRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeResumeSessionRequest_lower(_ value: ResumeSessionRequest) -> RustBuffer {
-    return FfiConverterTypeResumeSessionRequest.lower(value)
-}
-
-
-/**
- * Response from resuming an existing session.
- *
- * The agent MUST send a current `state_update` after any requested history
- * replay and before this response, even without replay. The update reports
- * foreground state after resuming. The response alone does not imply `idle`.
- *
- * See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
- */
-public struct ResumeSessionResponse: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ResumeSessionResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeResumeSessionResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ResumeSessionResponse {
-        return
-            try ResumeSessionResponse(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ResumeSessionResponse, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeResumeSessionResponse_lift(_ buf: RustBuffer) throws -> ResumeSessionResponse {
-    return try FfiConverterTypeResumeSessionResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeResumeSessionResponse_lower(_ value: ResumeSessionResponse) -> RustBuffer {
-    return FfiConverterTypeResumeSessionResponse.lower(value)
-}
-
-
-/**
- * Drops a pending inject. Idempotent for an id already revoked.
- */
-public struct RevokeInjectRequest: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var messageId: MessageId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, messageId: MessageId, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.messageId = messageId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension RevokeInjectRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRevokeInjectRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RevokeInjectRequest {
-        return
-            try RevokeInjectRequest(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: RevokeInjectRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRevokeInjectRequest_lift(_ buf: RustBuffer) throws -> RevokeInjectRequest {
-    return try FfiConverterTypeRevokeInjectRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRevokeInjectRequest_lower(_ value: RevokeInjectRequest) -> RustBuffer {
-    return FfiConverterTypeRevokeInjectRequest.lower(value)
-}
-
-
-/**
- * The inject is revoked: no `user_message` for it will ever be emitted.
- */
-public struct RevokeInjectResponse: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension RevokeInjectResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRevokeInjectResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RevokeInjectResponse {
-        return
-            try RevokeInjectResponse(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: RevokeInjectResponse, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRevokeInjectResponse_lift(_ buf: RustBuffer) throws -> RevokeInjectResponse {
-    return try FfiConverterTypeRevokeInjectResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRevokeInjectResponse_lower(_ value: RevokeInjectResponse) -> RustBuffer {
-    return FfiConverterTypeRevokeInjectResponse.lower(value)
-}
-
-
-/**
- * Foreground work is in progress.
- */
-public struct RunningStateUpdate: Equatable, Hashable {
-    /**
-     * Work running independently of foreground work, as a complete snapshot.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-     * background work, not that nothing is running. `[]` means no background work is
-     * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
-     *
-     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-     */
-    public var background: [BackgroundWork]?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Work running independently of foreground work, as a complete snapshot.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-         * background work, not that nothing is running. `[]` means no background work is
-         * running. An Agent that reports background work MUST include it on every state
-         * update for the session. A malformed list is treated as not reported.
-         *
-         * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-         */background: [BackgroundWork]? = nil, meta: JsonObject? = nil) {
-        self.background = background
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension RunningStateUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRunningStateUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RunningStateUpdate {
-        return
-            try RunningStateUpdate(
-                background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: RunningStateUpdate, into buf: inout [UInt8]) {
-        FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRunningStateUpdate_lift(_ buf: RustBuffer) throws -> RunningStateUpdate {
-    return try FfiConverterTypeRunningStateUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRunningStateUpdate_lower(_ value: RunningStateUpdate) -> RustBuffer {
-    return FfiConverterTypeRunningStateUpdate.lower(value)
-}
-
-
-/**
- * The user selected one of the provided options.
- *
- * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
- * approved.
- */
-public struct SelectedPermissionOutcome: Equatable, Hashable {
-    public var optionId: PermissionOptionId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(optionId: PermissionOptionId, meta: JsonObject? = nil) {
-        self.optionId = optionId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SelectedPermissionOutcome: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSelectedPermissionOutcome: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SelectedPermissionOutcome {
-        return
-            try SelectedPermissionOutcome(
-                optionId: FfiConverterTypePermissionOptionId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SelectedPermissionOutcome, into buf: inout [UInt8]) {
-        FfiConverterTypePermissionOptionId.write(value.optionId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSelectedPermissionOutcome_lift(_ buf: RustBuffer) throws -> SelectedPermissionOutcome {
-    return try FfiConverterTypeSelectedPermissionOutcome.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSelectedPermissionOutcome_lower(_ value: SelectedPermissionOutcome) -> RustBuffer {
-    return FfiConverterTypeSelectedPermissionOutcome.lower(value)
-}
-
-
-/**
- * Capabilities for additional session directories support.
- *
- * Supplying `{}` means the agent supports the `additionalDirectories` field on
- * supported session lifecycle requests. Agents may return
- * `SessionInfo.additionalDirectories` in `session/list` to report the
- * complete ordered additional-root list associated with a listed session.
- */
-public struct SessionAdditionalDirectoriesCapabilities: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionAdditionalDirectoriesCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionAdditionalDirectoriesCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionAdditionalDirectoriesCapabilities {
-        return
-            try SessionAdditionalDirectoriesCapabilities(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionAdditionalDirectoriesCapabilities, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionAdditionalDirectoriesCapabilities_lift(_ buf: RustBuffer) throws -> SessionAdditionalDirectoriesCapabilities {
-    return try FfiConverterTypeSessionAdditionalDirectoriesCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionAdditionalDirectoriesCapabilities_lower(_ value: SessionAdditionalDirectoriesCapabilities) -> RustBuffer {
-    return FfiConverterTypeSessionAdditionalDirectoriesCapabilities.lower(value)
-}
-
-
-/**
- * Session capabilities supported by the agent.
- *
- * Supplying `{}` means the agent supports the baseline session methods:
- * `session/new`, `session/list`, `session/resume`, `session/close`,
- * `session/prompt`, `session/cancel`, and `session/update`.
- *
- * Agents that support sessions **MAY** support additional session methods,
- * prompt content types, and MCP transports by specifying additional
- * capabilities.
- *
- * See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
- */
-public struct SessionCapabilities: Equatable, Hashable {
-    public var meta: JsonObject?
-    /**
-     * MCP capabilities supported by the agent for session lifecycle requests.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
-     * server transport support for sessions.
-     */
-    public var mcp: McpCapabilities?
-    /**
-     * **UNSTABLE**
-     *
-     * This capability is not part of the spec yet, and may be removed or changed at any point.
-     *
-     * Whether the agent supports `session/status`.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports checking session status.
-     */
-    public var status: SessionStatusCapabilities?
-    /**
-     * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports `additionalDirectories` on
-     * supported session lifecycle requests.
-     *
-     * Agents may return `SessionInfo.additionalDirectories` to report the
-     * complete ordered additional-root list associated with a listed session.
-     */
-    public var additionalDirectories: SessionAdditionalDirectoriesCapabilities?
-    /**
-     * `session/inject` with revoke (mandatory) and optional replace.
-     */
-    public var inject: InjectCapabilities?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil, 
-        /**
-         * MCP capabilities supported by the agent for session lifecycle requests.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
-         * server transport support for sessions.
-         */mcp: McpCapabilities? = nil, 
-        /**
-         * **UNSTABLE**
-         *
-         * This capability is not part of the spec yet, and may be removed or changed at any point.
-         *
-         * Whether the agent supports `session/status`.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-         * Supplying `{}` means the agent supports checking session status.
-         */status: SessionStatusCapabilities? = nil, 
-        /**
-         * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-         * Supplying `{}` means the agent supports `additionalDirectories` on
-         * supported session lifecycle requests.
-         *
-         * Agents may return `SessionInfo.additionalDirectories` to report the
-         * complete ordered additional-root list associated with a listed session.
-         */additionalDirectories: SessionAdditionalDirectoriesCapabilities? = nil, 
-        /**
-         * `session/inject` with revoke (mandatory) and optional replace.
-         */inject: InjectCapabilities? = nil) {
-        self.meta = meta
-        self.mcp = mcp
-        self.status = status
-        self.additionalDirectories = additionalDirectories
-        self.inject = inject
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionCapabilities {
-        return
-            try SessionCapabilities(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf), 
-                mcp: FfiConverterOptionTypeMcpCapabilities.read(from: &buf), 
-                status: FfiConverterOptionTypeSessionStatusCapabilities.read(from: &buf), 
-                additionalDirectories: FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.read(from: &buf), 
-                inject: FfiConverterOptionTypeInjectCapabilities.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionCapabilities, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-        FfiConverterOptionTypeMcpCapabilities.write(value.mcp, into: &buf)
-        FfiConverterOptionTypeSessionStatusCapabilities.write(value.status, into: &buf)
-        FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities.write(value.additionalDirectories, into: &buf)
-        FfiConverterOptionTypeInjectCapabilities.write(value.inject, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionCapabilities_lift(_ buf: RustBuffer) throws -> SessionCapabilities {
-    return try FfiConverterTypeSessionCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionCapabilities_lower(_ value: SessionCapabilities) -> RustBuffer {
-    return FfiConverterTypeSessionCapabilities.lower(value)
-}
-
-
-/**
- * Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
- */
-public struct SessionClosedUpdate: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionClosedUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionClosedUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionClosedUpdate {
-        return
-            try SessionClosedUpdate(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionClosedUpdate, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionClosedUpdate_lift(_ buf: RustBuffer) throws -> SessionClosedUpdate {
-    return try FfiConverterTypeSessionClosedUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionClosedUpdate_lower(_ value: SessionClosedUpdate) -> RustBuffer {
-    return FfiConverterTypeSessionClosedUpdate.lower(value)
-}
-
-
-/**
- * Information about a session returned by session/list
- */
-public struct SessionInfo: Equatable, Hashable {
-    public var sessionId: SessionId
-    /**
-     * The working directory for this session. Must be an absolute path.
-     */
-    public var cwd: String
-    /**
-     * Additional workspace roots reported for this session. Each path must be absolute.
-     *
-     * When present, this is the complete ordered additional-root list reported
-     * by the Agent. Omitted and empty values are equivalent: the response
-     * reports no additional roots.
-     */
-    public var additionalDirectories: [String]?
-    /**
-     * Human-readable title for the session
-     *
-     * Omitted and `null` are equivalent and mean no title is provided.
-     */
-    public var title: String?
-    /**
-     * RFC 3339 timestamp of last activity.
-     *
-     * Omitted and `null` are equivalent and mean the last activity time is not reported.
-     */
-    public var updatedAt: String?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, 
-        /**
-         * The working directory for this session. Must be an absolute path.
-         */cwd: String, 
-        /**
-         * Additional workspace roots reported for this session. Each path must be absolute.
-         *
-         * When present, this is the complete ordered additional-root list reported
-         * by the Agent. Omitted and empty values are equivalent: the response
-         * reports no additional roots.
-         */additionalDirectories: [String]? = nil, 
-        /**
-         * Human-readable title for the session
-         *
-         * Omitted and `null` are equivalent and mean no title is provided.
-         */title: String? = nil, 
-        /**
-         * RFC 3339 timestamp of last activity.
-         *
-         * Omitted and `null` are equivalent and mean the last activity time is not reported.
-         */updatedAt: String? = nil, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.cwd = cwd
-        self.additionalDirectories = additionalDirectories
-        self.title = title
-        self.updatedAt = updatedAt
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionInfo: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionInfo: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionInfo {
-        return
-            try SessionInfo(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                cwd: FfiConverterString.read(from: &buf), 
-                additionalDirectories: FfiConverterOptionSequenceString.read(from: &buf), 
-                title: FfiConverterOptionString.read(from: &buf), 
-                updatedAt: FfiConverterOptionString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionInfo, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.cwd, into: &buf)
-        FfiConverterOptionSequenceString.write(value.additionalDirectories, into: &buf)
-        FfiConverterOptionString.write(value.title, into: &buf)
-        FfiConverterOptionString.write(value.updatedAt, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionInfo_lift(_ buf: RustBuffer) throws -> SessionInfo {
-    return try FfiConverterTypeSessionInfo.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionInfo_lower(_ value: SessionInfo) -> RustBuffer {
-    return FfiConverterTypeSessionInfo.lower(value)
-}
-
-
-/**
- * Session metadata has been updated (title, timestamps, custom metadata)
- */
-public struct SessionInfoUpdate: Equatable, Hashable {
-    /**
-     * Human-readable title for the session. Set to null to clear.
-     */
-    public var title: StringPatchMember
-    /**
-     * RFC 3339 timestamp of last activity. Set to null to clear.
-     */
-    public var updatedAt: StringPatchMember
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Human-readable title for the session. Set to null to clear.
-         */title: StringPatchMember, 
-        /**
-         * RFC 3339 timestamp of last activity. Set to null to clear.
-         */updatedAt: StringPatchMember, meta: JsonObject? = nil) {
-        self.title = title
-        self.updatedAt = updatedAt
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionInfoUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionInfoUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionInfoUpdate {
-        return
-            try SessionInfoUpdate(
-                title: FfiConverterTypeStringPatchMember.read(from: &buf), 
-                updatedAt: FfiConverterTypeStringPatchMember.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionInfoUpdate, into buf: inout [UInt8]) {
-        FfiConverterTypeStringPatchMember.write(value.title, into: &buf)
-        FfiConverterTypeStringPatchMember.write(value.updatedAt, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionInfoUpdate_lift(_ buf: RustBuffer) throws -> SessionInfoUpdate {
-    return try FfiConverterTypeSessionInfoUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionInfoUpdate_lower(_ value: SessionInfoUpdate) -> RustBuffer {
-    return FfiConverterTypeSessionInfoUpdate.lower(value)
-}
-
-
-/**
- * One page of `session/list`.
- */
-public struct SessionPage: Equatable, Hashable {
-    /**
-     * Newest first.
-     */
-    public var sessions: [SessionInfo]
-    /**
-     * Pass as `cursor` for the next page; `None` at the end.
-     */
-    public var nextCursor: String?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Newest first.
-         */sessions: [SessionInfo], 
-        /**
-         * Pass as `cursor` for the next page; `None` at the end.
-         */nextCursor: String?) {
-        self.sessions = sessions
-        self.nextCursor = nextCursor
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionPage: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionPage: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionPage {
-        return
-            try SessionPage(
-                sessions: FfiConverterSequenceTypeSessionInfo.read(from: &buf), 
-                nextCursor: FfiConverterOptionString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionPage, into buf: inout [UInt8]) {
-        FfiConverterSequenceTypeSessionInfo.write(value.sessions, into: &buf)
-        FfiConverterOptionString.write(value.nextCursor, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionPage_lift(_ buf: RustBuffer) throws -> SessionPage {
-    return try FfiConverterTypeSessionPage.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionPage_lower(_ value: SessionPage) -> RustBuffer {
-    return FfiConverterTypeSessionPage.lower(value)
-}
-
-
-/**
- * The parameters of `session/new` or `session/resume`.
- */
-public struct SessionSetup: Equatable, Hashable {
-    public var cwd: String
-    public var additionalDirectories: [String]
-    public var mcpServers: [McpServer]
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(cwd: String, additionalDirectories: [String], mcpServers: [McpServer]) {
-        self.cwd = cwd
-        self.additionalDirectories = additionalDirectories
-        self.mcpServers = mcpServers
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionSetup: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionSetup: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionSetup {
-        return
-            try SessionSetup(
-                cwd: FfiConverterString.read(from: &buf), 
-                additionalDirectories: FfiConverterSequenceString.read(from: &buf), 
-                mcpServers: FfiConverterSequenceTypeMcpServer.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionSetup, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.cwd, into: &buf)
-        FfiConverterSequenceString.write(value.additionalDirectories, into: &buf)
-        FfiConverterSequenceTypeMcpServer.write(value.mcpServers, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionSetup_lift(_ buf: RustBuffer) throws -> SessionSetup {
-    return try FfiConverterTypeSessionSetup.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionSetup_lower(_ value: SessionSetup) -> RustBuffer {
-    return FfiConverterTypeSessionSetup.lower(value)
-}
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Capabilities for the `session/status` method.
- *
- * Supplying `{}` means the agent supports checking session status.
- */
-public struct SessionStatusCapabilities: Equatable, Hashable {
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(meta: JsonObject? = nil) {
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionStatusCapabilities: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionStatusCapabilities: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatusCapabilities {
-        return
-            try SessionStatusCapabilities(
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionStatusCapabilities, into buf: inout [UInt8]) {
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatusCapabilities_lift(_ buf: RustBuffer) throws -> SessionStatusCapabilities {
-    return try FfiConverterTypeSessionStatusCapabilities.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatusCapabilities_lower(_ value: SessionStatusCapabilities) -> RustBuffer {
-    return FfiConverterTypeSessionStatusCapabilities.lower(value)
-}
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Request parameters for checking the status of a session.
- *
- * Only available if the Agent supports the `session.status` capability.
- *
- * `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
- * close, or change the session, and does not attach the requesting connection to it.
- * A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
- */
-public struct SessionStatusRequest: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionStatusRequest: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionStatusRequest: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatusRequest {
-        return
-            try SessionStatusRequest(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionStatusRequest, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatusRequest_lift(_ buf: RustBuffer) throws -> SessionStatusRequest {
-    return try FfiConverterTypeSessionStatusRequest.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatusRequest_lower(_ value: SessionStatusRequest) -> RustBuffer {
-    return FfiConverterTypeSessionStatusRequest.lower(value)
-}
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Response from checking the status of a session.
- *
- * The result is a snapshot. A session reported `open` may be closed or evicted before
- * the Client's next request.
- */
-public struct SessionStatusResponse: Equatable, Hashable {
-    public var status: SessionStatus
-    /**
-     * The session's current foreground state, as the same snapshot the Agent sends in
-     * `state_update` notifications.
-     *
-     * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
-     * malformed values mean the Agent is not reporting foreground state, and Clients
-     * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
-     * MUST NOT count an `idle` snapshot as a new completion.
-     */
-    public var state: StateUpdate?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(status: SessionStatus, 
-        /**
-         * The session's current foreground state, as the same snapshot the Agent sends in
-         * `state_update` notifications.
-         *
-         * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
-         * malformed values mean the Agent is not reporting foreground state, and Clients
-         * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
-         * MUST NOT count an `idle` snapshot as a new completion.
-         */state: StateUpdate? = nil, meta: JsonObject? = nil) {
-        self.status = status
-        self.state = state
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SessionStatusResponse: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionStatusResponse: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatusResponse {
-        return
-            try SessionStatusResponse(
-                status: FfiConverterTypeSessionStatus.read(from: &buf), 
-                state: FfiConverterOptionTypeStateUpdate.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SessionStatusResponse, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionStatus.write(value.status, into: &buf)
-        FfiConverterOptionTypeStateUpdate.write(value.state, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatusResponse_lift(_ buf: RustBuffer) throws -> SessionStatusResponse {
-    return try FfiConverterTypeSessionStatusResponse.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatusResponse_lower(_ value: SessionStatusResponse) -> RustBuffer {
-    return FfiConverterTypeSessionStatusResponse.lower(value)
-}
-
-
-/**
- * Session-setup features of the host.
- */
-public struct SetupSupport: Equatable, Hashable {
-    public var mcpStdio: Bool
-    public var mcpHttp: Bool
-    public var additionalDirectories: Bool
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(mcpStdio: Bool, mcpHttp: Bool, additionalDirectories: Bool) {
-        self.mcpStdio = mcpStdio
-        self.mcpHttp = mcpHttp
-        self.additionalDirectories = additionalDirectories
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SetupSupport: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSetupSupport: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SetupSupport {
-        return
-            try SetupSupport(
-                mcpStdio: FfiConverterBool.read(from: &buf), 
-                mcpHttp: FfiConverterBool.read(from: &buf), 
-                additionalDirectories: FfiConverterBool.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SetupSupport, into buf: inout [UInt8]) {
-        FfiConverterBool.write(value.mcpStdio, into: &buf)
-        FfiConverterBool.write(value.mcpHttp, into: &buf)
-        FfiConverterBool.write(value.additionalDirectories, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSetupSupport_lift(_ buf: RustBuffer) throws -> SetupSupport {
-    return try FfiConverterTypeSetupSupport.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSetupSupport_lower(_ value: SetupSupport) -> RustBuffer {
-    return FfiConverterTypeSetupSupport.lower(value)
-}
-
-
-/**
- * Text content. May be plain text or formatted with Markdown.
- *
- * All agents MUST support text content blocks in prompts.
- * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
- * extensions.
- */
-public struct TextContent: Equatable, Hashable {
-    /**
-     * Text payload carried by this content block.
-     */
-    public var text: String
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    public var annotations: Annotations?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Text payload carried by this content block.
-         */text: String, 
-        /**
-         * Optional annotations that help clients decide how to display or route this content.
-         *
-         * Omitted and `null` are equivalent and mean no annotations are provided.
-         */annotations: Annotations? = nil, meta: JsonObject? = nil) {
-        self.text = text
-        self.annotations = annotations
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension TextContent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeTextContent: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TextContent {
-        return
-            try TextContent(
-                text: FfiConverterString.read(from: &buf), 
-                annotations: FfiConverterOptionTypeAnnotations.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: TextContent, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.text, into: &buf)
-        FfiConverterOptionTypeAnnotations.write(value.annotations, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTextContent_lift(_ buf: RustBuffer) throws -> TextContent {
-    return try FfiConverterTypeTextContent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTextContent_lower(_ value: TextContent) -> RustBuffer {
-    return FfiConverterTypeTextContent.lower(value)
-}
-
-
-/**
- * Text-based resource contents.
- */
-public struct TextResourceContents: Equatable, Hashable {
-    /**
-     * Text payload carried by this content block.
-     */
-    public var text: String
-    /**
-     * URI associated with this resource or media payload.
-     */
-    public var uri: String
-    /**
-     * MIME type describing the encoded media payload.
-     *
-     * Omitted and `null` are equivalent and mean the MIME type is not specified.
-     */
-    public var mimeType: String?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Text payload carried by this content block.
-         */text: String, 
-        /**
-         * URI associated with this resource or media payload.
-         */uri: String, 
-        /**
-         * MIME type describing the encoded media payload.
-         *
-         * Omitted and `null` are equivalent and mean the MIME type is not specified.
-         */mimeType: String? = nil, meta: JsonObject? = nil) {
-        self.text = text
-        self.uri = uri
-        self.mimeType = mimeType
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension TextResourceContents: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeTextResourceContents: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TextResourceContents {
-        return
-            try TextResourceContents(
-                text: FfiConverterString.read(from: &buf), 
-                uri: FfiConverterString.read(from: &buf), 
-                mimeType: FfiConverterOptionString.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: TextResourceContents, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.text, into: &buf)
-        FfiConverterString.write(value.uri, into: &buf)
-        FfiConverterOptionString.write(value.mimeType, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTextResourceContents_lift(_ buf: RustBuffer) throws -> TextResourceContents {
-    return try FfiConverterTypeTextResourceContents.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTextResourceContents_lower(_ value: TextResourceContents) -> RustBuffer {
-    return FfiConverterTypeTextResourceContents.lower(value)
-}
-
-
-/**
- * Standard content block (text, images, resources).
- */
-public struct ToolCallContentBlock: Equatable, Hashable {
-    public var content: ContentBlock
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(content: ContentBlock, meta: JsonObject? = nil) {
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ToolCallContentBlock: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolCallContentBlock: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallContentBlock {
-        return
-            try ToolCallContentBlock(
-                content: FfiConverterTypeContentBlock.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ToolCallContentBlock, into buf: inout [UInt8]) {
-        FfiConverterTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallContentBlock_lift(_ buf: RustBuffer) throws -> ToolCallContentBlock {
-    return try FfiConverterTypeToolCallContentBlock.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallContentBlock_lower(_ value: ToolCallContentBlock) -> RustBuffer {
-    return FfiConverterTypeToolCallContentBlock.lower(value)
-}
-
-
-/**
- * A chunk of tool-call content being streamed.
- */
-public struct ToolCallContentChunk: Equatable, Hashable {
-    public var toolCallId: ToolCallId
-    public var content: ToolCallContent
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(toolCallId: ToolCallId, content: ToolCallContent, meta: JsonObject? = nil) {
-        self.toolCallId = toolCallId
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ToolCallContentChunk: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolCallContentChunk: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallContentChunk {
-        return
-            try ToolCallContentChunk(
-                toolCallId: FfiConverterTypeToolCallId.read(from: &buf), 
-                content: FfiConverterTypeToolCallContent.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ToolCallContentChunk, into buf: inout [UInt8]) {
-        FfiConverterTypeToolCallId.write(value.toolCallId, into: &buf)
-        FfiConverterTypeToolCallContent.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallContentChunk_lift(_ buf: RustBuffer) throws -> ToolCallContentChunk {
-    return try FfiConverterTypeToolCallContentChunk.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallContentChunk_lower(_ value: ToolCallContentChunk) -> RustBuffer {
-    return FfiConverterTypeToolCallContentChunk.lower(value)
-}
-
-
-/**
- * A tool call has been created or updated.
- */
-public struct ToolCallUpdate: Equatable, Hashable {
-    public var toolCallId: ToolCallId
-    /**
-     * Programmatic name of the tool being invoked.
-     *
-     * This field is optional and has patch semantics. Omission means no
-     * change, `null` clears the name, and a string replaces it. For a tool
-     * call ID the client has not seen before, omission or `null` means that no
-     * tool name is available.
-     */
-    public var name: String?
-    /**
-     * Human-readable title describing what the tool is doing.
-     *
-     * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
-     * A new tool call starts without a title.
-     */
-    public var title: String?
-    /**
-     * The category of tool being invoked.
-     * Helps clients choose appropriate icons and UI treatment.
-     *
-     * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
-     * A new tool call starts as `other`.
-     */
-    public var kind: ToolKind?
-    /**
-     * Current execution status of the tool call.
-     *
-     * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
-     * replaces it. A new tool call starts as `pending`.
-     */
-    public var status: ToolCallStatus?
-    /**
-     * Content produced by the tool call.
-     */
-    public var content: [ToolCallContent]?
-    /**
-     * File locations affected by this tool call.
-     * Enables "follow-along" features in clients.
-     */
-    public var locations: [JsonObject]?
-    /**
-     * Raw input parameters sent to the tool.
-     */
-    public var rawInput: Value?
-    /**
-     * Raw output returned by the tool.
-     */
-    public var rawOutput: Value?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(toolCallId: ToolCallId, 
-        /**
-         * Programmatic name of the tool being invoked.
-         *
-         * This field is optional and has patch semantics. Omission means no
-         * change, `null` clears the name, and a string replaces it. For a tool
-         * call ID the client has not seen before, omission or `null` means that no
-         * tool name is available.
-         */name: String? = nil, 
-        /**
-         * Human-readable title describing what the tool is doing.
-         *
-         * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
-         * A new tool call starts without a title.
-         */title: String? = nil, 
-        /**
-         * The category of tool being invoked.
-         * Helps clients choose appropriate icons and UI treatment.
-         *
-         * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
-         * A new tool call starts as `other`.
-         */kind: ToolKind? = nil, 
-        /**
-         * Current execution status of the tool call.
-         *
-         * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
-         * replaces it. A new tool call starts as `pending`.
-         */status: ToolCallStatus? = nil, 
-        /**
-         * Content produced by the tool call.
-         */content: [ToolCallContent]? = nil, 
-        /**
-         * File locations affected by this tool call.
-         * Enables "follow-along" features in clients.
-         */locations: [JsonObject]? = nil, 
-        /**
-         * Raw input parameters sent to the tool.
-         */rawInput: Value? = nil, 
-        /**
-         * Raw output returned by the tool.
-         */rawOutput: Value? = nil, meta: JsonObject? = nil) {
-        self.toolCallId = toolCallId
-        self.name = name
-        self.title = title
-        self.kind = kind
-        self.status = status
-        self.content = content
-        self.locations = locations
-        self.rawInput = rawInput
-        self.rawOutput = rawOutput
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension ToolCallUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolCallUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallUpdate {
-        return
-            try ToolCallUpdate(
-                toolCallId: FfiConverterTypeToolCallId.read(from: &buf), 
-                name: FfiConverterOptionString.read(from: &buf), 
-                title: FfiConverterOptionString.read(from: &buf), 
-                kind: FfiConverterOptionTypeToolKind.read(from: &buf), 
-                status: FfiConverterOptionTypeToolCallStatus.read(from: &buf), 
-                content: FfiConverterOptionSequenceTypeToolCallContent.read(from: &buf), 
-                locations: FfiConverterOptionSequenceTypeJsonObject.read(from: &buf), 
-                rawInput: FfiConverterOptionTypeValue.read(from: &buf), 
-                rawOutput: FfiConverterOptionTypeValue.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: ToolCallUpdate, into buf: inout [UInt8]) {
-        FfiConverterTypeToolCallId.write(value.toolCallId, into: &buf)
-        FfiConverterOptionString.write(value.name, into: &buf)
-        FfiConverterOptionString.write(value.title, into: &buf)
-        FfiConverterOptionTypeToolKind.write(value.kind, into: &buf)
-        FfiConverterOptionTypeToolCallStatus.write(value.status, into: &buf)
-        FfiConverterOptionSequenceTypeToolCallContent.write(value.content, into: &buf)
-        FfiConverterOptionSequenceTypeJsonObject.write(value.locations, into: &buf)
-        FfiConverterOptionTypeValue.write(value.rawInput, into: &buf)
-        FfiConverterOptionTypeValue.write(value.rawOutput, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallUpdate_lift(_ buf: RustBuffer) throws -> ToolCallUpdate {
-    return try FfiConverterTypeToolCallUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallUpdate_lower(_ value: ToolCallUpdate) -> RustBuffer {
-    return FfiConverterTypeToolCallUpdate.lower(value)
-}
-
-
-/**
- * A message of the transcript.
- */
-public struct TranscriptEntry: Equatable, Hashable {
-    public var role: MessageRole
-    public var messageId: MessageId
-    public var content: [ContentBlock]
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(role: MessageRole, messageId: MessageId, content: [ContentBlock]) {
-        self.role = role
-        self.messageId = messageId
-        self.content = content
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension TranscriptEntry: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeTranscriptEntry: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TranscriptEntry {
-        return
-            try TranscriptEntry(
-                role: FfiConverterTypeMessageRole.read(from: &buf), 
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterSequenceTypeContentBlock.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: TranscriptEntry, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageRole.write(value.role, into: &buf)
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTranscriptEntry_lift(_ buf: RustBuffer) throws -> TranscriptEntry {
-    return try FfiConverterTypeTranscriptEntry.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTranscriptEntry_lower(_ value: TranscriptEntry) -> RustBuffer {
-    return FfiConverterTypeTranscriptEntry.lower(value)
-}
-
-
-/**
- * How a turn ended, as the runtime reports it.
- */
-public struct TurnEnd: Equatable, Hashable {
-    public var stopReason: StopReason
-    public var usage: Usage?
-    public var error: TurnFailure?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(stopReason: StopReason, usage: Usage? = nil, error: TurnFailure? = nil) {
-        self.stopReason = stopReason
-        self.usage = usage
-        self.error = error
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension TurnEnd: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeTurnEnd: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnEnd {
-        return
-            try TurnEnd(
-                stopReason: FfiConverterTypeStopReason.read(from: &buf), 
-                usage: FfiConverterOptionTypeUsage.read(from: &buf), 
-                error: FfiConverterOptionTypeTurnFailure.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: TurnEnd, into buf: inout [UInt8]) {
-        FfiConverterTypeStopReason.write(value.stopReason, into: &buf)
-        FfiConverterOptionTypeUsage.write(value.usage, into: &buf)
-        FfiConverterOptionTypeTurnFailure.write(value.error, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTurnEnd_lift(_ buf: RustBuffer) throws -> TurnEnd {
-    return try FfiConverterTypeTurnEnd.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTurnEnd_lower(_ value: TurnEnd) -> RustBuffer {
-    return FfiConverterTypeTurnEnd.lower(value)
-}
-
-
-/**
- * A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
- */
-public struct TurnFailure: Equatable, Hashable {
-    /**
-     * A JSON-RPC error code.
-     */
-    public var code: Int32
-    /**
-     * A short description.
-     */
-    public var message: String
-    /**
-     * More about the failure, as the agent chose to say it.
-     */
-    public var data: Value?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * A JSON-RPC error code.
-         */code: Int32, 
-        /**
-         * A short description.
-         */message: String, 
-        /**
-         * More about the failure, as the agent chose to say it.
-         */data: Value? = nil) {
-        self.code = code
-        self.message = message
-        self.data = data
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension TurnFailure: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeTurnFailure: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnFailure {
-        return
-            try TurnFailure(
-                code: FfiConverterInt32.read(from: &buf), 
-                message: FfiConverterString.read(from: &buf), 
-                data: FfiConverterOptionTypeValue.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: TurnFailure, into buf: inout [UInt8]) {
-        FfiConverterInt32.write(value.code, into: &buf)
-        FfiConverterString.write(value.message, into: &buf)
-        FfiConverterOptionTypeValue.write(value.data, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTurnFailure_lift(_ buf: RustBuffer) throws -> TurnFailure {
-    return try FfiConverterTypeTurnFailure.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTurnFailure_lower(_ value: TurnFailure) -> RustBuffer {
-    return FfiConverterTypeTurnFailure.lower(value)
-}
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * The Agent cannot currently determine foreground activity.
- * This replaces previously confirmed activity without ending the work or session.
- */
-public struct UnknownStateUpdate: Equatable, Hashable {
-    /**
-     * Work running independently of foreground work, as a complete snapshot.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-     * background work, not that nothing is running. `[]` means no background work is
-     * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
-     *
-     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-     */
-    public var background: [BackgroundWork]?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Work running independently of foreground work, as a complete snapshot.
-         *
-         * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-         * background work, not that nothing is running. `[]` means no background work is
-         * running. An Agent that reports background work MUST include it on every state
-         * update for the session. A malformed list is treated as not reported.
-         *
-         * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-         */background: [BackgroundWork]? = nil, meta: JsonObject? = nil) {
-        self.background = background
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension UnknownStateUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUnknownStateUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UnknownStateUpdate {
-        return
-            try UnknownStateUpdate(
-                background: FfiConverterOptionSequenceTypeBackgroundWork.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: UnknownStateUpdate, into buf: inout [UInt8]) {
-        FfiConverterOptionSequenceTypeBackgroundWork.write(value.background, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUnknownStateUpdate_lift(_ buf: RustBuffer) throws -> UnknownStateUpdate {
-    return try FfiConverterTypeUnknownStateUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUnknownStateUpdate_lower(_ value: UnknownStateUpdate) -> RustBuffer {
-    return FfiConverterTypeUnknownStateUpdate.lower(value)
-}
-
-
-/**
- * Data for the `-32022` (Unsupported protocol version) error.
- *
- * See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
- */
-public struct UnsupportedProtocolVersionErrorData: Equatable, Hashable {
-    public var requested: ProtocolVersion
-    /**
-     * The protocol versions the Agent supports.
-     */
-    public var supported: [ProtocolVersion]
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(requested: ProtocolVersion, 
-        /**
-         * The protocol versions the Agent supports.
-         */supported: [ProtocolVersion], meta: JsonObject? = nil) {
-        self.requested = requested
-        self.supported = supported
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension UnsupportedProtocolVersionErrorData: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUnsupportedProtocolVersionErrorData: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UnsupportedProtocolVersionErrorData {
-        return
-            try UnsupportedProtocolVersionErrorData(
-                requested: FfiConverterTypeProtocolVersion.read(from: &buf), 
-                supported: FfiConverterSequenceTypeProtocolVersion.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: UnsupportedProtocolVersionErrorData, into buf: inout [UInt8]) {
-        FfiConverterTypeProtocolVersion.write(value.requested, into: &buf)
-        FfiConverterSequenceTypeProtocolVersion.write(value.supported, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUnsupportedProtocolVersionErrorData_lift(_ buf: RustBuffer) throws -> UnsupportedProtocolVersionErrorData {
-    return try FfiConverterTypeUnsupportedProtocolVersionErrorData.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUnsupportedProtocolVersionErrorData_lower(_ value: UnsupportedProtocolVersionErrorData) -> RustBuffer {
-    return FfiConverterTypeUnsupportedProtocolVersionErrorData.lower(value)
-}
-
-
-/**
- * Notification containing a session update from the agent.
- *
- * Agents can send session updates at any point while the session exists.
- *
- * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
- */
-public struct UpdateSessionNotification: Equatable, Hashable {
-    public var sessionId: SessionId
-    public var update: SessionUpdate
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(sessionId: SessionId, update: SessionUpdate, meta: JsonObject? = nil) {
-        self.sessionId = sessionId
-        self.update = update
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension UpdateSessionNotification: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUpdateSessionNotification: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UpdateSessionNotification {
-        return
-            try UpdateSessionNotification(
-                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                update: FfiConverterTypeSessionUpdate.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: UpdateSessionNotification, into buf: inout [UInt8]) {
-        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterTypeSessionUpdate.write(value.update, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUpdateSessionNotification_lift(_ buf: RustBuffer) throws -> UpdateSessionNotification {
-    return try FfiConverterTypeUpdateSessionNotification.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUpdateSessionNotification_lower(_ value: UpdateSessionNotification) -> RustBuffer {
-    return FfiConverterTypeUpdateSessionNotification.lower(value)
-}
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Token usage for the foreground work that just completed, not cumulative for the session.
- */
-public struct Usage: Equatable, Hashable {
-    /**
-     * Sum of all token types for the completed work.
-     */
-    public var totalTokens: UInt64
-    /**
-     * Input tokens for the completed work.
-     */
-    public var inputTokens: UInt64
-    /**
-     * Output tokens for the completed work.
-     */
-    public var outputTokens: UInt64
-    /**
-     * Thought/reasoning tokens for the completed work.
-     *
-     * Omitted and `null` are equivalent and mean the count is not reported.
-     */
-    public var thoughtTokens: UInt64?
-    /**
-     * Cache read tokens for the completed work.
-     *
-     * Omitted and `null` are equivalent and mean the count is not reported.
-     */
-    public var cachedReadTokens: UInt64?
-    /**
-     * Cache write tokens for the completed work.
-     *
-     * Omitted and `null` are equivalent and mean the count is not reported.
-     */
-    public var cachedWriteTokens: UInt64?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Sum of all token types for the completed work.
-         */totalTokens: UInt64, 
-        /**
-         * Input tokens for the completed work.
-         */inputTokens: UInt64 = UInt64(0), 
-        /**
-         * Output tokens for the completed work.
-         */outputTokens: UInt64 = UInt64(0), 
-        /**
-         * Thought/reasoning tokens for the completed work.
-         *
-         * Omitted and `null` are equivalent and mean the count is not reported.
-         */thoughtTokens: UInt64? = nil, 
-        /**
-         * Cache read tokens for the completed work.
-         *
-         * Omitted and `null` are equivalent and mean the count is not reported.
-         */cachedReadTokens: UInt64? = nil, 
-        /**
-         * Cache write tokens for the completed work.
-         *
-         * Omitted and `null` are equivalent and mean the count is not reported.
-         */cachedWriteTokens: UInt64? = nil, meta: JsonObject? = nil) {
-        self.totalTokens = totalTokens
-        self.inputTokens = inputTokens
-        self.outputTokens = outputTokens
-        self.thoughtTokens = thoughtTokens
-        self.cachedReadTokens = cachedReadTokens
-        self.cachedWriteTokens = cachedWriteTokens
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Usage: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUsage: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Usage {
-        return
-            try Usage(
-                totalTokens: FfiConverterUInt64.read(from: &buf), 
-                inputTokens: FfiConverterUInt64.read(from: &buf), 
-                outputTokens: FfiConverterUInt64.read(from: &buf), 
-                thoughtTokens: FfiConverterOptionUInt64.read(from: &buf), 
-                cachedReadTokens: FfiConverterOptionUInt64.read(from: &buf), 
-                cachedWriteTokens: FfiConverterOptionUInt64.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Usage, into buf: inout [UInt8]) {
-        FfiConverterUInt64.write(value.totalTokens, into: &buf)
-        FfiConverterUInt64.write(value.inputTokens, into: &buf)
-        FfiConverterUInt64.write(value.outputTokens, into: &buf)
-        FfiConverterOptionUInt64.write(value.thoughtTokens, into: &buf)
-        FfiConverterOptionUInt64.write(value.cachedReadTokens, into: &buf)
-        FfiConverterOptionUInt64.write(value.cachedWriteTokens, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUsage_lift(_ buf: RustBuffer) throws -> Usage {
-    return try FfiConverterTypeUsage.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUsage_lower(_ value: Usage) -> RustBuffer {
-    return FfiConverterTypeUsage.lower(value)
-}
-
-
-/**
- * Context window and cost update for the session.
- */
-public struct UsageUpdate: Equatable, Hashable {
-    /**
-     * Tokens currently in context.
-     */
-    public var used: UInt64
-    /**
-     * Total context window size in tokens.
-     */
-    public var size: UInt64
-    /**
-     * Cumulative session cost.
-     *
-     * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
-     */
-    public var cost: Cost?
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Tokens currently in context.
-         */used: UInt64, 
-        /**
-         * Total context window size in tokens.
-         */size: UInt64, 
-        /**
-         * Cumulative session cost.
-         *
-         * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
-         */cost: Cost? = nil, meta: JsonObject? = nil) {
-        self.used = used
-        self.size = size
-        self.cost = cost
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension UsageUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUsageUpdate: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UsageUpdate {
-        return
-            try UsageUpdate(
-                used: FfiConverterUInt64.read(from: &buf), 
-                size: FfiConverterUInt64.read(from: &buf), 
-                cost: FfiConverterOptionTypeCost.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: UsageUpdate, into buf: inout [UInt8]) {
-        FfiConverterUInt64.write(value.used, into: &buf)
-        FfiConverterUInt64.write(value.size, into: &buf)
-        FfiConverterOptionTypeCost.write(value.cost, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUsageUpdate_lift(_ buf: RustBuffer) throws -> UsageUpdate {
-    return try FfiConverterTypeUsageUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUsageUpdate_lower(_ value: UsageUpdate) -> RustBuffer {
-    return FfiConverterTypeUsageUpdate.lower(value)
-}
-
-
-/**
- * A message handed to the runtime.
- */
-public struct UserInput: Equatable, Hashable {
-    public var messageId: MessageId
-    public var content: [ContentBlock]
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, content: [ContentBlock]) {
-        self.messageId = messageId
-        self.content = content
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension UserInput: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUserInput: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UserInput {
-        return
-            try UserInput(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterSequenceTypeContentBlock.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: UserInput, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterSequenceTypeContentBlock.write(value.content, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUserInput_lift(_ buf: RustBuffer) throws -> UserInput {
-    return try FfiConverterTypeUserInput.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUserInput_lower(_ value: UserInput) -> RustBuffer {
-    return FfiConverterTypeUserInput.lower(value)
-}
-
-
-/**
- * A user message has been created or updated.
- *
- * Agents can send this when they accept or replay a user message. When a
- * client receives another `user_message` update with the same `messageId`,
- * fields in the new update patch the previous fields for that message.
- */
-public struct UserMessage: Equatable, Hashable {
-    public var messageId: MessageId
-    /**
-     * Complete replacement content for this message.
-     */
-    public var content: ContentBlockListPatchMember
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, 
-        /**
-         * Complete replacement content for this message.
-         */content: ContentBlockListPatchMember, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension UserMessage: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUserMessage: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UserMessage {
-        return
-            try UserMessage(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterTypeContentBlockListPatchMember.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: UserMessage, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterTypeContentBlockListPatchMember.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUserMessage_lift(_ buf: RustBuffer) throws -> UserMessage {
-    return try FfiConverterTypeUserMessage.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUserMessage_lower(_ value: UserMessage) -> RustBuffer {
-    return FfiConverterTypeUserMessage.lower(value)
-}
-
-
-/**
- * A chunk of the user's message being streamed.
- */
-public struct UserMessageChunk: Equatable, Hashable {
-    public var messageId: MessageId
-    public var content: ContentBlock
-    public var meta: JsonObject?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(messageId: MessageId, content: ContentBlock, meta: JsonObject? = nil) {
-        self.messageId = messageId
-        self.content = content
-        self.meta = meta
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension UserMessageChunk: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUserMessageChunk: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UserMessageChunk {
-        return
-            try UserMessageChunk(
-                messageId: FfiConverterTypeMessageId.read(from: &buf), 
-                content: FfiConverterTypeContentBlock.read(from: &buf), 
-                meta: FfiConverterOptionTypeJsonObject.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: UserMessageChunk, into buf: inout [UInt8]) {
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-        FfiConverterTypeContentBlock.write(value.content, into: &buf)
-        FfiConverterOptionTypeJsonObject.write(value.meta, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUserMessageChunk_lift(_ buf: RustBuffer) throws -> UserMessageChunk {
-    return try FfiConverterTypeUserMessageChunk.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUserMessageChunk_lower(_ value: UserMessageChunk) -> RustBuffer {
-    return FfiConverterTypeUserMessageChunk.lower(value)
-}
-
-
-/**
- * A protocol violation the mirror detected.
- */
-public struct Violation: Equatable, Hashable {
-    public var rule: String
-    public var messageId: MessageId
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(rule: String, messageId: MessageId) {
-        self.rule = rule
-        self.messageId = messageId
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension Violation: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeViolation: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Violation {
-        return
-            try Violation(
-                rule: FfiConverterString.read(from: &buf), 
-                messageId: FfiConverterTypeMessageId.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: Violation, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.rule, into: &buf)
-        FfiConverterTypeMessageId.write(value.messageId, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeViolation_lift(_ buf: RustBuffer) throws -> Violation {
-    return try FfiConverterTypeViolation.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeViolation_lower(_ value: Violation) -> RustBuffer {
-    return FfiConverterTypeViolation.lower(value)
-}
-
-
-/**
- * Every error the bindings raise.
+ * An error as it crosses the FFI, either way: its message, for a person, and the [`AcpError`]
+ * in the boundary encoding, which each language decodes into its own error type (Python's
+ * `AcpError` exceptions, Kotlin's `AcpException`, Swift's `AcpError`). A foreign layer that
+ * calls the library directly reads `message`.
  */
 public 
-enum AcpError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
+enum FfiError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
 
     
     
     /**
-     * The caller's input is not valid (malformed JSON, a wrong shape, an unknown value).
+     * The call failed.
      */
-    case InvalidInput(
+    case Failed(
         /**
-         * What was wrong.
-         */detail: String
-    )
-    /**
-     * The agent answered with an error.
-     */
-    case Protocol(
+         * The error's message.
+         */message: String, 
         /**
-         * The agent's error.
-         */error: ProtocolError
-    )
-    /**
-     * The client refused the call without sending anything (C-PEND-3).
-     */
-    case Rejected(
-        /**
-         * Why.
-         */reason: CallRejected
-    )
-    /**
-     * A runtime event the agent core cannot apply.
-     */
-    case Host(
-        /**
-         * Why.
-         */error: HostError
-    )
-    /**
-     * The agent's configuration is refused.
-     */
-    case Config(
-        /**
-         * Why.
-         */detail: String
-    )
-    /**
-     * The store failed; nothing after the failure was released.
-     */
-    case Store(
-        /**
-         * What failed.
-         */detail: String
-    )
-    /**
-     * The agent process ended or could not be started or reached.
-     */
-    case Disconnected(
-        /**
-         * What happened (exit status and the last lines of the agent's stderr, when known).
-         */detail: String
-    )
-    /**
-     * A conformance vector's expectation was not met.
-     */
-    case Mismatch(
-        /**
-         * The first mismatch, for a person.
-         */detail: String
-    )
-    /**
-     * A bug: a panic inside the library, caught at the boundary.
-     */
-    case Internal(
-        /**
-         * The panic message.
-         */detail: String
+         * The error, encoded.
+         */error: Data
     )
 
     
@@ -11282,3886 +3628,43 @@ enum AcpError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
 }
 
 #if compiler(>=6)
-extension AcpError: Sendable {}
+extension FfiError: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeAcpError: FfiConverterRustBuffer {
-    typealias SwiftType = AcpError
+public struct FfiConverterTypeFfiError: FfiConverterRustBuffer {
+    typealias SwiftType = FfiError
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AcpError {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FfiError {
         let variant: Int32 = try readInt(&buf)
         switch variant {
 
         
 
         
-        case 1: return .InvalidInput(
-            detail: try FfiConverterString.read(from: &buf)
-            )
-        case 2: return .Protocol(
-            error: try FfiConverterTypeProtocolError.read(from: &buf)
-            )
-        case 3: return .Rejected(
-            reason: try FfiConverterTypeCallRejected.read(from: &buf)
-            )
-        case 4: return .Host(
-            error: try FfiConverterTypeHostError.read(from: &buf)
-            )
-        case 5: return .Config(
-            detail: try FfiConverterString.read(from: &buf)
-            )
-        case 6: return .Store(
-            detail: try FfiConverterString.read(from: &buf)
-            )
-        case 7: return .Disconnected(
-            detail: try FfiConverterString.read(from: &buf)
-            )
-        case 8: return .Mismatch(
-            detail: try FfiConverterString.read(from: &buf)
-            )
-        case 9: return .Internal(
-            detail: try FfiConverterString.read(from: &buf)
+        case 1: return .Failed(
+            message: try FfiConverterString.read(from: &buf), 
+            error: try FfiConverterData.read(from: &buf)
             )
 
          default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
 
-    public static func write(_ value: AcpError, into buf: inout [UInt8]) {
+    public static func write(_ value: FfiError, into buf: inout [UInt8]) {
         switch value {
 
         
 
         
         
-        case let .InvalidInput(detail):
+        case let .Failed(message,error):
             writeInt(&buf, Int32(1))
-            FfiConverterString.write(detail, into: &buf)
+            FfiConverterString.write(message, into: &buf)
+            FfiConverterData.write(error, into: &buf)
             
-        
-        case let .Protocol(error):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeProtocolError.write(error, into: &buf)
-            
-        
-        case let .Rejected(reason):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeCallRejected.write(reason, into: &buf)
-            
-        
-        case let .Host(error):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypeHostError.write(error, into: &buf)
-            
-        
-        case let .Config(detail):
-            writeInt(&buf, Int32(5))
-            FfiConverterString.write(detail, into: &buf)
-            
-        
-        case let .Store(detail):
-            writeInt(&buf, Int32(6))
-            FfiConverterString.write(detail, into: &buf)
-            
-        
-        case let .Disconnected(detail):
-            writeInt(&buf, Int32(7))
-            FfiConverterString.write(detail, into: &buf)
-            
-        
-        case let .Mismatch(detail):
-            writeInt(&buf, Int32(8))
-            FfiConverterString.write(detail, into: &buf)
-            
-        
-        case let .Internal(detail):
-            writeInt(&buf, Int32(9))
-            FfiConverterString.write(detail, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAcpError_lift(_ buf: RustBuffer) throws -> AcpError {
-    return try FfiConverterTypeAcpError.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAcpError_lower(_ value: AcpError) -> RustBuffer {
-    return FfiConverterTypeAcpError.lower(value)
-}
-
-
-/**
- * The answer to a request.
- */
-
-public enum Answer: Equatable, Hashable {
-    
-    case failed(ProtocolError
-    )
-    case initialized(InitializeResponse
-    )
-    case sessionCreated(sessionId: SessionId
-    )
-    case sessions(sessions: [SessionInfo], nextCursor: String?
-    )
-    case resumed
-    case accepted(messageId: MessageId?
-    )
-    case revoked
-    case replaced
-    case closed
-    case status(status: SessionStatus, state: StateUpdate?
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension Answer: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeAnswer: FfiConverterRustBuffer {
-    typealias SwiftType = Answer
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Answer {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .failed(try FfiConverterTypeProtocolError.read(from: &buf)
-        )
-        
-        case 2: return .initialized(try FfiConverterTypeInitializeResponse.read(from: &buf)
-        )
-        
-        case 3: return .sessionCreated(sessionId: try FfiConverterTypeSessionId.read(from: &buf)
-        )
-        
-        case 4: return .sessions(sessions: try FfiConverterSequenceTypeSessionInfo.read(from: &buf), nextCursor: try FfiConverterOptionString.read(from: &buf)
-        )
-        
-        case 5: return .resumed
-        
-        case 6: return .accepted(messageId: try FfiConverterOptionTypeMessageId.read(from: &buf)
-        )
-        
-        case 7: return .revoked
-        
-        case 8: return .replaced
-        
-        case 9: return .closed
-        
-        case 10: return .status(status: try FfiConverterTypeSessionStatus.read(from: &buf), state: try FfiConverterOptionTypeStateUpdate.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: Answer, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .failed(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeProtocolError.write(v1, into: &buf)
-            
-        
-        case let .initialized(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeInitializeResponse.write(v1, into: &buf)
-            
-        
-        case let .sessionCreated(sessionId):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeSessionId.write(sessionId, into: &buf)
-            
-        
-        case let .sessions(sessions,nextCursor):
-            writeInt(&buf, Int32(4))
-            FfiConverterSequenceTypeSessionInfo.write(sessions, into: &buf)
-            FfiConverterOptionString.write(nextCursor, into: &buf)
-            
-        
-        case .resumed:
-            writeInt(&buf, Int32(5))
-        
-        
-        case let .accepted(messageId):
-            writeInt(&buf, Int32(6))
-            FfiConverterOptionTypeMessageId.write(messageId, into: &buf)
-            
-        
-        case .revoked:
-            writeInt(&buf, Int32(7))
-        
-        
-        case .replaced:
-            writeInt(&buf, Int32(8))
-        
-        
-        case .closed:
-            writeInt(&buf, Int32(9))
-        
-        
-        case let .status(status,state):
-            writeInt(&buf, Int32(10))
-            FfiConverterTypeSessionStatus.write(status, into: &buf)
-            FfiConverterOptionTypeStateUpdate.write(state, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAnswer_lift(_ buf: RustBuffer) throws -> Answer {
-    return try FfiConverterTypeAnswer.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeAnswer_lower(_ value: Answer) -> RustBuffer {
-    return FfiConverterTypeAnswer.lower(value)
-}
-
-
-
-/**
- * One piece of work running independently of the session's foreground work.
- *
- * Items reference entities the Client already tracks. The Agent MUST announce each item
- * before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
- * tool call's final status before the snapshot that removes it. Each piece of work is
- * listed once: process-backed work is listed as its terminal, not also as its tool call.
- *
- * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
- */
-
-public enum BackgroundWork: Equatable, Hashable {
-    
-    /**
-     * `terminal`: A process that keeps running after its tool call returned control to the model.
-     * Live until its `terminal_update` reports `exitStatus`.
-     */
-    case terminal(BackgroundTerminal
-    )
-    /**
-     * `tool_call`: Work started by a tool call that continues without a process of its own, such as
-     * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
-     * stay listed.
-     */
-    case toolCall(BackgroundToolCall
-    )
-    /**
-     * `subagent`: **UNSTABLE**
-     *
-     * This capability is not part of the spec yet, and may be removed or changed at any point.
-     *
-     * A detached subagent session that has anything running: its state is not `idle`, or
-     * its own `background` list is non-empty or not reported.
-     */
-    case subagent(BackgroundSubagent
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension BackgroundWork: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBackgroundWork: FfiConverterRustBuffer {
-    typealias SwiftType = BackgroundWork
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BackgroundWork {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .terminal(try FfiConverterTypeBackgroundTerminal.read(from: &buf)
-        )
-        
-        case 2: return .toolCall(try FfiConverterTypeBackgroundToolCall.read(from: &buf)
-        )
-        
-        case 3: return .subagent(try FfiConverterTypeBackgroundSubagent.read(from: &buf)
-        )
-        
-        case 4: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: BackgroundWork, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .terminal(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeBackgroundTerminal.write(v1, into: &buf)
-            
-        
-        case let .toolCall(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeBackgroundToolCall.write(v1, into: &buf)
-            
-        
-        case let .subagent(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeBackgroundSubagent.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBackgroundWork_lift(_ buf: RustBuffer) throws -> BackgroundWork {
-    return try FfiConverterTypeBackgroundWork.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBackgroundWork_lower(_ value: BackgroundWork) -> RustBuffer {
-    return FfiConverterTypeBackgroundWork.lower(value)
-}
-
-
-
-/**
- * A safe break-point of the agent loop.
- */
-
-public enum BreakPoint: Equatable, Hashable {
-    
-    case toolResult
-    case modelStep
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension BreakPoint: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeBreakPoint: FfiConverterRustBuffer {
-    typealias SwiftType = BreakPoint
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BreakPoint {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .toolResult
-        
-        case 2: return .modelStep
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: BreakPoint, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .toolResult:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .modelStep:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBreakPoint_lift(_ buf: RustBuffer) throws -> BreakPoint {
-    return try FfiConverterTypeBreakPoint.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeBreakPoint_lower(_ value: BreakPoint) -> RustBuffer {
-    return FfiConverterTypeBreakPoint.lower(value)
-}
-
-
-
-/**
- * A call the client refused without sending anything.
- */
-
-public enum CallRejected: Equatable, Hashable {
-    
-    case modeNotSupported
-    case replaceNotSupported
-    case unknownMessageId
-    case unknownSession
-    case invalidArguments(String
-    )
-    case steerNotSupported
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension CallRejected: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCallRejected: FfiConverterRustBuffer {
-    typealias SwiftType = CallRejected
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CallRejected {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .modeNotSupported
-        
-        case 2: return .replaceNotSupported
-        
-        case 3: return .unknownMessageId
-        
-        case 4: return .unknownSession
-        
-        case 5: return .invalidArguments(try FfiConverterString.read(from: &buf)
-        )
-        
-        case 6: return .steerNotSupported
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: CallRejected, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .modeNotSupported:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .replaceNotSupported:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .unknownMessageId:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .unknownSession:
-            writeInt(&buf, Int32(4))
-        
-        
-        case let .invalidArguments(v1):
-            writeInt(&buf, Int32(5))
-            FfiConverterString.write(v1, into: &buf)
-            
-        
-        case .steerNotSupported:
-            writeInt(&buf, Int32(6))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCallRejected_lift(_ buf: RustBuffer) throws -> CallRejected {
-    return try FfiConverterTypeCallRejected.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCallRejected_lower(_ value: CallRejected) -> RustBuffer {
-    return FfiConverterTypeCallRejected.lower(value)
-}
-
-
-
-/**
- * How "clear the current agent message" is written (C-MSG-2).
- */
-
-public enum ClearStyle: Equatable, Hashable {
-    
-    case upsert
-    case agentMessageClear
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ClearStyle: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeClearStyle: FfiConverterRustBuffer {
-    typealias SwiftType = ClearStyle
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClearStyle {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .upsert
-        
-        case 2: return .agentMessageClear
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ClearStyle, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .upsert:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .agentMessageClear:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeClearStyle_lift(_ buf: RustBuffer) throws -> ClearStyle {
-    return try FfiConverterTypeClearStyle.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeClearStyle_lower(_ value: ClearStyle) -> RustBuffer {
-    return FfiConverterTypeClearStyle.lower(value)
-}
-
-
-
-/**
- * A connection's role (R-ORDER-2).
- */
-
-public enum ConnectionRole: Equatable, Hashable {
-    
-    case controller
-    case observer
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ConnectionRole: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeConnectionRole: FfiConverterRustBuffer {
-    typealias SwiftType = ConnectionRole
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConnectionRole {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .controller
-        
-        case 2: return .observer
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ConnectionRole, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .controller:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .observer:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeConnectionRole_lift(_ buf: RustBuffer) throws -> ConnectionRole {
-    return try FfiConverterTypeConnectionRole.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeConnectionRole_lower(_ value: ConnectionRole) -> RustBuffer {
-    return FfiConverterTypeConnectionRole.lower(value)
-}
-
-
-
-/**
- * Content blocks represent displayable information in the Agent Client Protocol.
- *
- * Content blocks appear in:
- * - User prompts sent via `session/prompt`
- * - Language model output reported through `session/update` notifications as
- *   message updates or streamed chunks
- * - Progress updates and results from tool calls
- *
- * This structure is compatible with the Model Context Protocol (MCP), so agents can
- * forward content from MCP tool outputs without transformation.
- *
- * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
- */
-
-public enum ContentBlock: Equatable, Hashable {
-    
-    /**
-     * `text`: Text content. May be plain text or formatted with Markdown.
-     *
-     * All agents MUST support text content blocks in prompts.
-     * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
-     * extensions.
-     */
-    case text(TextContent
-    )
-    /**
-     * `image`: Images for visual context or analysis.
-     *
-     * Requires the `image` prompt capability when included in prompts.
-     */
-    case image(ImageContent
-    )
-    /**
-     * `audio`: Audio data for transcription or analysis.
-     *
-     * Requires the `audio` prompt capability when included in prompts.
-     */
-    case audio(AudioContent
-    )
-    /**
-     * `resource_link`: References to resources that the receiver may be able to read.
-     *
-     * All agents MUST support resource links in prompts.
-     */
-    case resourceLink(ResourceLink
-    )
-    /**
-     * `resource`: Complete resource contents embedded directly in the message.
-     *
-     * Preferred for including context as it avoids extra round-trips.
-     *
-     * Requires the `embeddedContext` prompt capability when included in prompts.
-     */
-    case resource(EmbeddedResource
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ContentBlock: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeContentBlock: FfiConverterRustBuffer {
-    typealias SwiftType = ContentBlock
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ContentBlock {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .text(try FfiConverterTypeTextContent.read(from: &buf)
-        )
-        
-        case 2: return .image(try FfiConverterTypeImageContent.read(from: &buf)
-        )
-        
-        case 3: return .audio(try FfiConverterTypeAudioContent.read(from: &buf)
-        )
-        
-        case 4: return .resourceLink(try FfiConverterTypeResourceLink.read(from: &buf)
-        )
-        
-        case 5: return .resource(try FfiConverterTypeEmbeddedResource.read(from: &buf)
-        )
-        
-        case 6: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ContentBlock, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .text(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeTextContent.write(v1, into: &buf)
-            
-        
-        case let .image(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeImageContent.write(v1, into: &buf)
-            
-        
-        case let .audio(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeAudioContent.write(v1, into: &buf)
-            
-        
-        case let .resourceLink(v1):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypeResourceLink.write(v1, into: &buf)
-            
-        
-        case let .resource(v1):
-            writeInt(&buf, Int32(5))
-            FfiConverterTypeEmbeddedResource.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(6))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeContentBlock_lift(_ buf: RustBuffer) throws -> ContentBlock {
-    return try FfiConverterTypeContentBlock.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeContentBlock_lower(_ value: ContentBlock) -> RustBuffer {
-    return FfiConverterTypeContentBlock.lower(value)
-}
-
-
-
-/**
- * A `::std::vec::Vec<ContentBlock>` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
- */
-
-public enum ContentBlockListPatch: Equatable, Hashable {
-    
-    /**
-     * The member is absent: leave the current value.
-     */
-    case absent
-    /**
-     * The member is `null`: clear the current value.
-     */
-    case null
-    /**
-     * The member has a value: replace the current value.
-     */
-    case value(value: [ContentBlock]
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ContentBlockListPatch: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeContentBlockListPatch: FfiConverterRustBuffer {
-    typealias SwiftType = ContentBlockListPatch
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ContentBlockListPatch {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .absent
-        
-        case 2: return .null
-        
-        case 3: return .value(value: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ContentBlockListPatch, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .absent:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .null:
-            writeInt(&buf, Int32(2))
-        
-        
-        case let .value(value):
-            writeInt(&buf, Int32(3))
-            FfiConverterSequenceTypeContentBlock.write(value, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeContentBlockListPatch_lift(_ buf: RustBuffer) throws -> ContentBlockListPatch {
-    return try FfiConverterTypeContentBlockListPatch.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeContentBlockListPatch_lower(_ value: ContentBlockListPatch) -> RustBuffer {
-    return FfiConverterTypeContentBlockListPatch.lower(value)
-}
-
-
-
-/**
- * Resource content that can be embedded in a message.
- */
-
-public enum EmbeddedResourceResource: Equatable, Hashable {
-    
-    case textResourceContents(TextResourceContents
-    )
-    case blobResourceContents(BlobResourceContents
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension EmbeddedResourceResource: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeEmbeddedResourceResource: FfiConverterRustBuffer {
-    typealias SwiftType = EmbeddedResourceResource
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> EmbeddedResourceResource {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .textResourceContents(try FfiConverterTypeTextResourceContents.read(from: &buf)
-        )
-        
-        case 2: return .blobResourceContents(try FfiConverterTypeBlobResourceContents.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: EmbeddedResourceResource, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .textResourceContents(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeTextResourceContents.write(v1, into: &buf)
-            
-        
-        case let .blobResourceContents(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeBlobResourceContents.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEmbeddedResourceResource_lift(_ buf: RustBuffer) throws -> EmbeddedResourceResource {
-    return try FfiConverterTypeEmbeddedResourceResource.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEmbeddedResourceResource_lower(_ value: EmbeddedResourceResource) -> RustBuffer {
-    return FfiConverterTypeEmbeddedResourceResource.lower(value)
-}
-
-
-
-/**
- * One thing a client connection reports.
- */
-
-public enum Event: Equatable, Hashable {
-    
-    case answered(request: RequestId, kind: RequestKind, sessionId: SessionId?, outcome: Answer
-    )
-    case session(sessionId: SessionId, event: SessionEvent
-    )
-    case permissionRequested(request: RequestId, params: RequestPermissionRequest
-    )
-    case ignored(detail: String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension Event: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeEvent: FfiConverterRustBuffer {
-    typealias SwiftType = Event
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Event {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .answered(request: try FfiConverterTypeRequestId.read(from: &buf), kind: try FfiConverterTypeRequestKind.read(from: &buf), sessionId: try FfiConverterOptionTypeSessionId.read(from: &buf), outcome: try FfiConverterTypeAnswer.read(from: &buf)
-        )
-        
-        case 2: return .session(sessionId: try FfiConverterTypeSessionId.read(from: &buf), event: try FfiConverterTypeSessionEvent.read(from: &buf)
-        )
-        
-        case 3: return .permissionRequested(request: try FfiConverterTypeRequestId.read(from: &buf), params: try FfiConverterTypeRequestPermissionRequest.read(from: &buf)
-        )
-        
-        case 4: return .ignored(detail: try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: Event, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .answered(request,kind,sessionId,outcome):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeRequestId.write(request, into: &buf)
-            FfiConverterTypeRequestKind.write(kind, into: &buf)
-            FfiConverterOptionTypeSessionId.write(sessionId, into: &buf)
-            FfiConverterTypeAnswer.write(outcome, into: &buf)
-            
-        
-        case let .session(sessionId,event):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeSessionId.write(sessionId, into: &buf)
-            FfiConverterTypeSessionEvent.write(event, into: &buf)
-            
-        
-        case let .permissionRequested(request,params):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeRequestId.write(request, into: &buf)
-            FfiConverterTypeRequestPermissionRequest.write(params, into: &buf)
-            
-        
-        case let .ignored(detail):
-            writeInt(&buf, Int32(4))
-            FfiConverterString.write(detail, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEvent_lift(_ buf: RustBuffer) throws -> Event {
-    return try FfiConverterTypeEvent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeEvent_lower(_ value: Event) -> RustBuffer {
-    return FfiConverterTypeEvent.lower(value)
-}
-
-
-
-/**
- * One entry of a session's history.
- */
-
-public enum HistoryEntry: Equatable, Hashable {
-    
-    case user(messageId: MessageId, content: [ContentBlock]
-    )
-    case update(update: SessionUpdate
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension HistoryEntry: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeHistoryEntry: FfiConverterRustBuffer {
-    typealias SwiftType = HistoryEntry
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HistoryEntry {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .user(messageId: try FfiConverterTypeMessageId.read(from: &buf), content: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
-        )
-        
-        case 2: return .update(update: try FfiConverterTypeSessionUpdate.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: HistoryEntry, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .user(messageId,content):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeMessageId.write(messageId, into: &buf)
-            FfiConverterSequenceTypeContentBlock.write(content, into: &buf)
-            
-        
-        case let .update(update):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeSessionUpdate.write(update, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeHistoryEntry_lift(_ buf: RustBuffer) throws -> HistoryEntry {
-    return try FfiConverterTypeHistoryEntry.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeHistoryEntry_lower(_ value: HistoryEntry) -> RustBuffer {
-    return FfiConverterTypeHistoryEntry.lower(value)
-}
-
-
-
-/**
- * A runtime event the core cannot apply.
- */
-
-public enum HostError: Equatable, Hashable {
-    
-    case noTurnInProgress
-    case turnInProgress
-    case noPermissionOptions
-    case unknownRequest
-    case sessionClosed
-    case reservedUpdate
-    case reservedMessageId(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension HostError: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeHostError: FfiConverterRustBuffer {
-    typealias SwiftType = HostError
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HostError {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .noTurnInProgress
-        
-        case 2: return .turnInProgress
-        
-        case 3: return .noPermissionOptions
-        
-        case 4: return .unknownRequest
-        
-        case 5: return .sessionClosed
-        
-        case 6: return .reservedUpdate
-        
-        case 7: return .reservedMessageId(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: HostError, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .noTurnInProgress:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .turnInProgress:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .noPermissionOptions:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .unknownRequest:
-            writeInt(&buf, Int32(4))
-        
-        
-        case .sessionClosed:
-            writeInt(&buf, Int32(5))
-        
-        
-        case .reservedUpdate:
-            writeInt(&buf, Int32(6))
-        
-        
-        case let .reservedMessageId(v1):
-            writeInt(&buf, Int32(7))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeHostError_lift(_ buf: RustBuffer) throws -> HostError {
-    return try FfiConverterTypeHostError.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeHostError_lower(_ value: HostError) -> RustBuffer {
-    return FfiConverterTypeHostError.lower(value)
-}
-
-
-
-/**
- * When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
- */
-
-public enum InjectMode: Equatable, Hashable {
-    
-    /**
-     * `queue`: Deliver after the running turn ends (or at once, starting a turn, when idle).
-     */
-    case queue
-    /**
-     * `steer`: Deliver at the next safe break-point of the running turn.
-     */
-    case steer
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension InjectMode: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeInjectMode: FfiConverterRustBuffer {
-    typealias SwiftType = InjectMode
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InjectMode {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .queue
-        
-        case 2: return .steer
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: InjectMode, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .queue:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .steer:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInjectMode_lift(_ buf: RustBuffer) throws -> InjectMode {
-    return try FfiConverterTypeInjectMode.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeInjectMode_lower(_ value: InjectMode) -> RustBuffer {
-    return FfiConverterTypeInjectMode.lower(value)
-}
-
-
-
-/**
- * How an item was sent.
- */
-
-public enum ItemMode: Equatable, Hashable {
-    
-    case prompt
-    case queue
-    case steer
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ItemMode: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeItemMode: FfiConverterRustBuffer {
-    typealias SwiftType = ItemMode
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ItemMode {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .prompt
-        
-        case 2: return .queue
-        
-        case 3: return .steer
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ItemMode, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .prompt:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .queue:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .steer:
-            writeInt(&buf, Int32(3))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeItemMode_lift(_ buf: RustBuffer) throws -> ItemMode {
-    return try FfiConverterTypeItemMode.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeItemMode_lower(_ value: ItemMode) -> RustBuffer {
-    return FfiConverterTypeItemMode.lower(value)
-}
-
-
-
-/**
- * Where one of the client's items is (C-PEND-1).
- */
-
-public enum ItemStatus: Equatable, Hashable {
-    
-    case sending
-    case pending
-    case delivered
-    case revoked
-    case failed
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ItemStatus: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeItemStatus: FfiConverterRustBuffer {
-    typealias SwiftType = ItemStatus
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ItemStatus {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .sending
-        
-        case 2: return .pending
-        
-        case 3: return .delivered
-        
-        case 4: return .revoked
-        
-        case 5: return .failed
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ItemStatus, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .sending:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .pending:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .delivered:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .revoked:
-            writeInt(&buf, Int32(4))
-        
-        
-        case .failed:
-            writeInt(&buf, Int32(5))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeItemStatus_lift(_ buf: RustBuffer) throws -> ItemStatus {
-    return try FfiConverterTypeItemStatus.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeItemStatus_lower(_ value: ItemStatus) -> RustBuffer {
-    return FfiConverterTypeItemStatus.lower(value)
-}
-
-
-
-/**
- * Configuration for connecting to an MCP (Model Context Protocol) server.
- *
- * MCP servers provide tools and context that the agent can use when
- * processing prompts.
- *
- * See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
- */
-
-public enum McpServer: Equatable, Hashable {
-    
-    /**
-     * `stdio`: Stdio transport configuration
-     *
-     * Only available when the Agent capabilities include `session.mcp.stdio`.
-     */
-    case stdio(McpServerStdio
-    )
-    /**
-     * `http`: HTTP transport configuration
-     *
-     * Only available when the Agent capabilities include `session.mcp.http`.
-     */
-    case http(McpServerHttp
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension McpServer: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeMcpServer: FfiConverterRustBuffer {
-    typealias SwiftType = McpServer
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> McpServer {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .stdio(try FfiConverterTypeMcpServerStdio.read(from: &buf)
-        )
-        
-        case 2: return .http(try FfiConverterTypeMcpServerHttp.read(from: &buf)
-        )
-        
-        case 3: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: McpServer, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .stdio(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeMcpServerStdio.write(v1, into: &buf)
-            
-        
-        case let .http(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeMcpServerHttp.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMcpServer_lift(_ buf: RustBuffer) throws -> McpServer {
-    return try FfiConverterTypeMcpServer.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMcpServer_lower(_ value: McpServer) -> RustBuffer {
-    return FfiConverterTypeMcpServer.lower(value)
-}
-
-
-
-/**
- * Who a transcript entry is from.
- */
-
-public enum MessageRole: Equatable, Hashable {
-    
-    case user
-    case agent
-    case thought
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension MessageRole: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeMessageRole: FfiConverterRustBuffer {
-    typealias SwiftType = MessageRole
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MessageRole {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .user
-        
-        case 2: return .agent
-        
-        case 3: return .thought
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: MessageRole, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .user:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .agent:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .thought:
-            writeInt(&buf, Int32(3))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMessageRole_lift(_ buf: RustBuffer) throws -> MessageRole {
-    return try FfiConverterTypeMessageRole.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMessageRole_lower(_ value: MessageRole) -> RustBuffer {
-    return FfiConverterTypeMessageRole.lower(value)
-}
-
-
-
-/**
- * One output of the agent core, in order.
- */
-
-public enum Output: Equatable, Hashable {
-    
-    case line(to: [ConnId], line: String
-    )
-    case action(session: SessionId, action: RuntimeAction
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension Output: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeOutput: FfiConverterRustBuffer {
-    typealias SwiftType = Output
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Output {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .line(to: try FfiConverterSequenceTypeConnId.read(from: &buf), line: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 2: return .action(session: try FfiConverterTypeSessionId.read(from: &buf), action: try FfiConverterTypeRuntimeAction.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: Output, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .line(to,line):
-            writeInt(&buf, Int32(1))
-            FfiConverterSequenceTypeConnId.write(to, into: &buf)
-            FfiConverterString.write(line, into: &buf)
-            
-        
-        case let .action(session,action):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeSessionId.write(session, into: &buf)
-            FfiConverterTypeRuntimeAction.write(action, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeOutput_lift(_ buf: RustBuffer) throws -> Output {
-    return try FfiConverterTypeOutput.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeOutput_lower(_ value: Output) -> RustBuffer {
-    return FfiConverterTypeOutput.lower(value)
-}
-
-
-
-/**
- * Updated content for a plan.
- */
-
-public enum PlanUpdateContent: Equatable, Hashable {
-    
-    /**
-     * `items`: Structured plan entries.
-     */
-    case items(PlanItems
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension PlanUpdateContent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanUpdateContent: FfiConverterRustBuffer {
-    typealias SwiftType = PlanUpdateContent
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanUpdateContent {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .items(try FfiConverterTypePlanItems.read(from: &buf)
-        )
-        
-        case 2: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: PlanUpdateContent, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .items(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypePlanItems.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanUpdateContent_lift(_ buf: RustBuffer) throws -> PlanUpdateContent {
-    return try FfiConverterTypePlanUpdateContent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanUpdateContent_lower(_ value: PlanUpdateContent) -> RustBuffer {
-    return FfiConverterTypePlanUpdateContent.lower(value)
-}
-
-
-
-/**
- * How many queued injects open one turn (R-QUEUE-3).
- */
-
-public enum QueueDrain: Equatable, Hashable {
-    
-    case batch
-    case onePerTurn
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension QueueDrain: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeQueueDrain: FfiConverterRustBuffer {
-    typealias SwiftType = QueueDrain
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> QueueDrain {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .batch
-        
-        case 2: return .onePerTurn
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: QueueDrain, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .batch:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .onePerTurn:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeQueueDrain_lift(_ buf: RustBuffer) throws -> QueueDrain {
-    return try FfiConverterTypeQueueDrain.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeQueueDrain_lower(_ value: QueueDrain) -> RustBuffer {
-    return FfiConverterTypeQueueDrain.lower(value)
-}
-
-
-
-/**
- * Inclusive cursor describing where replayed session history should begin.
- *
- * Replay includes the position identified by the cursor.
- */
-
-public enum ReplayFrom: Equatable, Hashable {
-    
-    /**
-     * `start`: Replay all retained conversation history from its first replayable entry.
-     */
-    case start(ReplayFromStart
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ReplayFrom: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeReplayFrom: FfiConverterRustBuffer {
-    typealias SwiftType = ReplayFrom
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ReplayFrom {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .start(try FfiConverterTypeReplayFromStart.read(from: &buf)
-        )
-        
-        case 2: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ReplayFrom, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .start(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeReplayFromStart.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeReplayFrom_lift(_ buf: RustBuffer) throws -> ReplayFrom {
-    return try FfiConverterTypeReplayFrom.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeReplayFrom_lower(_ value: ReplayFrom) -> RustBuffer {
-    return FfiConverterTypeReplayFrom.lower(value)
-}
-
-
-
-/**
- * A JSON-RPC request id. Responses echo it with the same JSON type.
- */
-
-public enum RequestId: Equatable, Hashable {
-    
-    /**
-     * `null` (allowed by JSON-RPC, discouraged).
-     */
-    case null
-    /**
-     * An integer id.
-     */
-    case number(Int64
-    )
-    /**
-     * A string id.
-     */
-    case str(String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension RequestId: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRequestId: FfiConverterRustBuffer {
-    typealias SwiftType = RequestId
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestId {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .null
-        
-        case 2: return .number(try FfiConverterInt64.read(from: &buf)
-        )
-        
-        case 3: return .str(try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: RequestId, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .null:
-            writeInt(&buf, Int32(1))
-        
-        
-        case let .number(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterInt64.write(v1, into: &buf)
-            
-        
-        case let .str(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestId_lift(_ buf: RustBuffer) throws -> RequestId {
-    return try FfiConverterTypeRequestId.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestId_lower(_ value: RequestId) -> RustBuffer {
-    return FfiConverterTypeRequestId.lower(value)
-}
-
-
-
-/**
- * What a request was.
- */
-
-public enum RequestKind: Equatable, Hashable {
-    
-    case initialize
-    case newSession
-    case listSessions
-    case resume
-    case prompt
-    case inject
-    case revoke
-    case replace
-    case close
-    case status
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension RequestKind: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRequestKind: FfiConverterRustBuffer {
-    typealias SwiftType = RequestKind
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestKind {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .initialize
-        
-        case 2: return .newSession
-        
-        case 3: return .listSessions
-        
-        case 4: return .resume
-        
-        case 5: return .prompt
-        
-        case 6: return .inject
-        
-        case 7: return .revoke
-        
-        case 8: return .replace
-        
-        case 9: return .close
-        
-        case 10: return .status
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: RequestKind, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .initialize:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .newSession:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .listSessions:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .resume:
-            writeInt(&buf, Int32(4))
-        
-        
-        case .prompt:
-            writeInt(&buf, Int32(5))
-        
-        
-        case .inject:
-            writeInt(&buf, Int32(6))
-        
-        
-        case .revoke:
-            writeInt(&buf, Int32(7))
-        
-        
-        case .replace:
-            writeInt(&buf, Int32(8))
-        
-        
-        case .close:
-            writeInt(&buf, Int32(9))
-        
-        
-        case .status:
-            writeInt(&buf, Int32(10))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestKind_lift(_ buf: RustBuffer) throws -> RequestKind {
-    return try FfiConverterTypeRequestKind.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestKind_lower(_ value: RequestKind) -> RustBuffer {
-    return FfiConverterTypeRequestKind.lower(value)
-}
-
-
-
-/**
- * The outcome of a permission request.
- */
-
-public enum RequestPermissionOutcome: Equatable, Hashable {
-    
-    /**
-     * `cancelled`: The request was not approved and no option was selected: the session's work was
-     * cancelled, the user dismissed the prompt, or the client declined it by policy.
-     * Agents MUST NOT proceed with the operation.
-     *
-     * The client answers a request the agent cancels with `$/cancel_request` with
-     * this outcome. After sending `session/cancel`, the client MAY also send it
-     * without waiting for `$/cancel_request`, for a request it knows belongs to the
-     * cancelled foreground work.
-     *
-     * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
-     */
-    case cancelled(CancelledPermissionOutcome
-    )
-    /**
-     * `selected`: The user selected one of the provided options.
-     *
-     * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-     * approved.
-     */
-    case selected(SelectedPermissionOutcome
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension RequestPermissionOutcome: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRequestPermissionOutcome: FfiConverterRustBuffer {
-    typealias SwiftType = RequestPermissionOutcome
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RequestPermissionOutcome {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .cancelled(try FfiConverterTypeCancelledPermissionOutcome.read(from: &buf)
-        )
-        
-        case 2: return .selected(try FfiConverterTypeSelectedPermissionOutcome.read(from: &buf)
-        )
-        
-        case 3: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: RequestPermissionOutcome, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .cancelled(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeCancelledPermissionOutcome.write(v1, into: &buf)
-            
-        
-        case let .selected(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeSelectedPermissionOutcome.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestPermissionOutcome_lift(_ buf: RustBuffer) throws -> RequestPermissionOutcome {
-    return try FfiConverterTypeRequestPermissionOutcome.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRequestPermissionOutcome_lower(_ value: RequestPermissionOutcome) -> RustBuffer {
-    return FfiConverterTypeRequestPermissionOutcome.lower(value)
-}
-
-
-
-/**
- * Who may revoke or replace a pending inject (R-ORDER-2).
- */
-
-public enum RevokeReplace: Equatable, Hashable {
-    
-    case anyController
-    case creatorOnly
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension RevokeReplace: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRevokeReplace: FfiConverterRustBuffer {
-    typealias SwiftType = RevokeReplace
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RevokeReplace {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .anyController
-        
-        case 2: return .creatorOnly
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: RevokeReplace, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .anyController:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .creatorOnly:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRevokeReplace_lift(_ buf: RustBuffer) throws -> RevokeReplace {
-    return try FfiConverterTypeRevokeReplace.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRevokeReplace_lower(_ value: RevokeReplace) -> RustBuffer {
-    return FfiConverterTypeRevokeReplace.lower(value)
-}
-
-
-
-/**
- * What the runtime must do.
- */
-
-public enum RuntimeAction: Equatable, Hashable {
-    
-    case sessionOpened(SessionSetup
-    )
-    case sessionResumed(SessionSetup
-    )
-    case startTurn([UserInput]
-    )
-    case deliver([UserInput]
-    )
-    case interruptStream
-    case cancelTurn
-    case permissionAnswered(requestId: RequestId, outcome: RequestPermissionOutcome
-    )
-    case closed(dropped: [PendingInject], turnCancelled: Bool
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension RuntimeAction: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRuntimeAction: FfiConverterRustBuffer {
-    typealias SwiftType = RuntimeAction
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RuntimeAction {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .sessionOpened(try FfiConverterTypeSessionSetup.read(from: &buf)
-        )
-        
-        case 2: return .sessionResumed(try FfiConverterTypeSessionSetup.read(from: &buf)
-        )
-        
-        case 3: return .startTurn(try FfiConverterSequenceTypeUserInput.read(from: &buf)
-        )
-        
-        case 4: return .deliver(try FfiConverterSequenceTypeUserInput.read(from: &buf)
-        )
-        
-        case 5: return .interruptStream
-        
-        case 6: return .cancelTurn
-        
-        case 7: return .permissionAnswered(requestId: try FfiConverterTypeRequestId.read(from: &buf), outcome: try FfiConverterTypeRequestPermissionOutcome.read(from: &buf)
-        )
-        
-        case 8: return .closed(dropped: try FfiConverterSequenceTypePendingInject.read(from: &buf), turnCancelled: try FfiConverterBool.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: RuntimeAction, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .sessionOpened(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeSessionSetup.write(v1, into: &buf)
-            
-        
-        case let .sessionResumed(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeSessionSetup.write(v1, into: &buf)
-            
-        
-        case let .startTurn(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterSequenceTypeUserInput.write(v1, into: &buf)
-            
-        
-        case let .deliver(v1):
-            writeInt(&buf, Int32(4))
-            FfiConverterSequenceTypeUserInput.write(v1, into: &buf)
-            
-        
-        case .interruptStream:
-            writeInt(&buf, Int32(5))
-        
-        
-        case .cancelTurn:
-            writeInt(&buf, Int32(6))
-        
-        
-        case let .permissionAnswered(requestId,outcome):
-            writeInt(&buf, Int32(7))
-            FfiConverterTypeRequestId.write(requestId, into: &buf)
-            FfiConverterTypeRequestPermissionOutcome.write(outcome, into: &buf)
-            
-        
-        case let .closed(dropped,turnCancelled):
-            writeInt(&buf, Int32(8))
-            FfiConverterSequenceTypePendingInject.write(dropped, into: &buf)
-            FfiConverterBool.write(turnCancelled, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRuntimeAction_lift(_ buf: RustBuffer) throws -> RuntimeAction {
-    return try FfiConverterTypeRuntimeAction.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRuntimeAction_lower(_ value: RuntimeAction) -> RustBuffer {
-    return FfiConverterTypeRuntimeAction.lower(value)
-}
-
-
-
-/**
- * What the agent runtime reports.
- */
-
-public enum RuntimeEvent: Equatable, Hashable {
-    
-    case breakPoint(BreakPoint
-    )
-    case streamStarted
-    case streamFinished
-    case requestPermission(PermissionAsk
-    )
-    case withdrawPermission(requestId: RequestId
-    )
-    case paused
-    case resumed
-    case turnStarted
-    case turnEnded(stopReason: StopReason, usage: Usage? = nil, error: TurnFailure? = nil
-    )
-    case close
-    case update(SessionUpdate
-    )
-    case clearAgentMessage(messageId: MessageId
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension RuntimeEvent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRuntimeEvent: FfiConverterRustBuffer {
-    typealias SwiftType = RuntimeEvent
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> RuntimeEvent {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .breakPoint(try FfiConverterTypeBreakPoint.read(from: &buf)
-        )
-        
-        case 2: return .streamStarted
-        
-        case 3: return .streamFinished
-        
-        case 4: return .requestPermission(try FfiConverterTypePermissionAsk.read(from: &buf)
-        )
-        
-        case 5: return .withdrawPermission(requestId: try FfiConverterTypeRequestId.read(from: &buf)
-        )
-        
-        case 6: return .paused
-        
-        case 7: return .resumed
-        
-        case 8: return .turnStarted
-        
-        case 9: return .turnEnded(stopReason: try FfiConverterTypeStopReason.read(from: &buf), usage: try FfiConverterOptionTypeUsage.read(from: &buf), error: try FfiConverterOptionTypeTurnFailure.read(from: &buf)
-        )
-        
-        case 10: return .close
-        
-        case 11: return .update(try FfiConverterTypeSessionUpdate.read(from: &buf)
-        )
-        
-        case 12: return .clearAgentMessage(messageId: try FfiConverterTypeMessageId.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: RuntimeEvent, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .breakPoint(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeBreakPoint.write(v1, into: &buf)
-            
-        
-        case .streamStarted:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .streamFinished:
-            writeInt(&buf, Int32(3))
-        
-        
-        case let .requestPermission(v1):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypePermissionAsk.write(v1, into: &buf)
-            
-        
-        case let .withdrawPermission(requestId):
-            writeInt(&buf, Int32(5))
-            FfiConverterTypeRequestId.write(requestId, into: &buf)
-            
-        
-        case .paused:
-            writeInt(&buf, Int32(6))
-        
-        
-        case .resumed:
-            writeInt(&buf, Int32(7))
-        
-        
-        case .turnStarted:
-            writeInt(&buf, Int32(8))
-        
-        
-        case let .turnEnded(stopReason,usage,error):
-            writeInt(&buf, Int32(9))
-            FfiConverterTypeStopReason.write(stopReason, into: &buf)
-            FfiConverterOptionTypeUsage.write(usage, into: &buf)
-            FfiConverterOptionTypeTurnFailure.write(error, into: &buf)
-            
-        
-        case .close:
-            writeInt(&buf, Int32(10))
-        
-        
-        case let .update(v1):
-            writeInt(&buf, Int32(11))
-            FfiConverterTypeSessionUpdate.write(v1, into: &buf)
-            
-        
-        case let .clearAgentMessage(messageId):
-            writeInt(&buf, Int32(12))
-            FfiConverterTypeMessageId.write(messageId, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRuntimeEvent_lift(_ buf: RustBuffer) throws -> RuntimeEvent {
-    return try FfiConverterTypeRuntimeEvent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRuntimeEvent_lower(_ value: RuntimeEvent) -> RustBuffer {
-    return FfiConverterTypeRuntimeEvent.lower(value)
-}
-
-
-
-/**
- * Something that happened in a session, as its event stream delivers it.
- */
-
-public enum SessionActivity: Equatable, Hashable {
-    
-    case event(SessionEvent
-    )
-    case permissionRequested(request: RequestId, params: RequestPermissionRequest
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension SessionActivity: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionActivity: FfiConverterRustBuffer {
-    typealias SwiftType = SessionActivity
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionActivity {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .event(try FfiConverterTypeSessionEvent.read(from: &buf)
-        )
-        
-        case 2: return .permissionRequested(request: try FfiConverterTypeRequestId.read(from: &buf), params: try FfiConverterTypeRequestPermissionRequest.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: SessionActivity, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .event(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeSessionEvent.write(v1, into: &buf)
-            
-        
-        case let .permissionRequested(request,params):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeRequestId.write(request, into: &buf)
-            FfiConverterTypeRequestPermissionRequest.write(params, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionActivity_lift(_ buf: RustBuffer) throws -> SessionActivity {
-    return try FfiConverterTypeSessionActivity.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionActivity_lower(_ value: SessionActivity) -> RustBuffer {
-    return FfiConverterTypeSessionActivity.lower(value)
-}
-
-
-
-/**
- * Something that happened in one session.
- */
-
-public enum SessionEvent: Equatable, Hashable {
-    
-    case update(SessionUpdate
-    )
-    case item(PendingItem
-    )
-    case violation(Violation
-    )
-    case closed
-    case tolerated([String]
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension SessionEvent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionEvent: FfiConverterRustBuffer {
-    typealias SwiftType = SessionEvent
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionEvent {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .update(try FfiConverterTypeSessionUpdate.read(from: &buf)
-        )
-        
-        case 2: return .item(try FfiConverterTypePendingItem.read(from: &buf)
-        )
-        
-        case 3: return .violation(try FfiConverterTypeViolation.read(from: &buf)
-        )
-        
-        case 4: return .closed
-        
-        case 5: return .tolerated(try FfiConverterSequenceString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: SessionEvent, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .update(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeSessionUpdate.write(v1, into: &buf)
-            
-        
-        case let .item(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypePendingItem.write(v1, into: &buf)
-            
-        
-        case let .violation(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeViolation.write(v1, into: &buf)
-            
-        
-        case .closed:
-            writeInt(&buf, Int32(4))
-        
-        
-        case let .tolerated(v1):
-            writeInt(&buf, Int32(5))
-            FfiConverterSequenceString.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionEvent_lift(_ buf: RustBuffer) throws -> SessionEvent {
-    return try FfiConverterTypeSessionEvent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionEvent_lower(_ value: SessionEvent) -> RustBuffer {
-    return FfiConverterTypeSessionEvent.lower(value)
-}
-
-
-
-/**
- * Different types of updates that can be sent while a session exists.
- *
- * These updates report messages, progress, and other session activity.
- *
- * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
- */
-
-public enum SessionUpdate: Equatable, Hashable {
-    
-    /**
-     * `user_message`: A user message has been created or updated.
-     *
-     * Agents can send this when they accept or replay a user message. When a
-     * client receives another `user_message` update with the same `messageId`,
-     * fields in the new update patch the previous fields for that message.
-     */
-    case userMessage(UserMessage
-    )
-    /**
-     * `user_message_chunk`: A chunk of the user's message being streamed.
-     */
-    case userMessageChunk(UserMessageChunk
-    )
-    /**
-     * `agent_message`: An agent message has been created or updated.
-     *
-     * Agents can send this in addition to streamed chunks. When a client
-     * receives another `agent_message` update with the same `messageId`,
-     * fields in the new update patch the previous fields for that message.
-     */
-    case agentMessage(AgentMessage
-    )
-    /**
-     * `agent_message_chunk`: A chunk of the agent's response being streamed.
-     */
-    case agentMessageChunk(AgentMessageChunk
-    )
-    /**
-     * `_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
-     */
-    case agentMessageClear(AgentMessageClear
-    )
-    /**
-     * `agent_thought`: An agent thought or reasoning message has been created or updated.
-     *
-     * Agents can send this in addition to streamed chunks. When a client
-     * receives another `agent_thought` update with the same `messageId`,
-     * fields in the new update patch the previous fields for that message.
-     */
-    case agentThought(AgentThought
-    )
-    /**
-     * `agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
-     */
-    case agentThoughtChunk(AgentThoughtChunk
-    )
-    /**
-     * `state_update`: A snapshot of the session's aggregate foreground activity.
-     */
-    case stateUpdate(StateUpdate
-    )
-    /**
-     * `tool_call_update`: A tool call has been created or updated.
-     */
-    case toolCallUpdate(ToolCallUpdate
-    )
-    /**
-     * `tool_call_content_chunk`: A chunk of tool-call content being streamed.
-     */
-    case toolCallContentChunk(ToolCallContentChunk
-    )
-    /**
-     * `plan_update`: A content update for a plan identified by ID.
-     * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
-     */
-    case planUpdate(PlanUpdate
-    )
-    /**
-     * `usage_update`: Context window and cost update for the session.
-     */
-    case usageUpdate(UsageUpdate
-    )
-    /**
-     * `session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
-     */
-    case sessionInfoUpdate(SessionInfoUpdate
-    )
-    /**
-     * `_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
-     */
-    case acpInjectPending(PendingInjectsUpdate
-    )
-    /**
-     * `_acp-inject/session_closed`: Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
-     */
-    case acpInjectSessionClosed(SessionClosedUpdate
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension SessionUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionUpdate: FfiConverterRustBuffer {
-    typealias SwiftType = SessionUpdate
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionUpdate {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .userMessage(try FfiConverterTypeUserMessage.read(from: &buf)
-        )
-        
-        case 2: return .userMessageChunk(try FfiConverterTypeUserMessageChunk.read(from: &buf)
-        )
-        
-        case 3: return .agentMessage(try FfiConverterTypeAgentMessage.read(from: &buf)
-        )
-        
-        case 4: return .agentMessageChunk(try FfiConverterTypeAgentMessageChunk.read(from: &buf)
-        )
-        
-        case 5: return .agentMessageClear(try FfiConverterTypeAgentMessageClear.read(from: &buf)
-        )
-        
-        case 6: return .agentThought(try FfiConverterTypeAgentThought.read(from: &buf)
-        )
-        
-        case 7: return .agentThoughtChunk(try FfiConverterTypeAgentThoughtChunk.read(from: &buf)
-        )
-        
-        case 8: return .stateUpdate(try FfiConverterTypeStateUpdate.read(from: &buf)
-        )
-        
-        case 9: return .toolCallUpdate(try FfiConverterTypeToolCallUpdate.read(from: &buf)
-        )
-        
-        case 10: return .toolCallContentChunk(try FfiConverterTypeToolCallContentChunk.read(from: &buf)
-        )
-        
-        case 11: return .planUpdate(try FfiConverterTypePlanUpdate.read(from: &buf)
-        )
-        
-        case 12: return .usageUpdate(try FfiConverterTypeUsageUpdate.read(from: &buf)
-        )
-        
-        case 13: return .sessionInfoUpdate(try FfiConverterTypeSessionInfoUpdate.read(from: &buf)
-        )
-        
-        case 14: return .acpInjectPending(try FfiConverterTypePendingInjectsUpdate.read(from: &buf)
-        )
-        
-        case 15: return .acpInjectSessionClosed(try FfiConverterTypeSessionClosedUpdate.read(from: &buf)
-        )
-        
-        case 16: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: SessionUpdate, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .userMessage(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeUserMessage.write(v1, into: &buf)
-            
-        
-        case let .userMessageChunk(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeUserMessageChunk.write(v1, into: &buf)
-            
-        
-        case let .agentMessage(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeAgentMessage.write(v1, into: &buf)
-            
-        
-        case let .agentMessageChunk(v1):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypeAgentMessageChunk.write(v1, into: &buf)
-            
-        
-        case let .agentMessageClear(v1):
-            writeInt(&buf, Int32(5))
-            FfiConverterTypeAgentMessageClear.write(v1, into: &buf)
-            
-        
-        case let .agentThought(v1):
-            writeInt(&buf, Int32(6))
-            FfiConverterTypeAgentThought.write(v1, into: &buf)
-            
-        
-        case let .agentThoughtChunk(v1):
-            writeInt(&buf, Int32(7))
-            FfiConverterTypeAgentThoughtChunk.write(v1, into: &buf)
-            
-        
-        case let .stateUpdate(v1):
-            writeInt(&buf, Int32(8))
-            FfiConverterTypeStateUpdate.write(v1, into: &buf)
-            
-        
-        case let .toolCallUpdate(v1):
-            writeInt(&buf, Int32(9))
-            FfiConverterTypeToolCallUpdate.write(v1, into: &buf)
-            
-        
-        case let .toolCallContentChunk(v1):
-            writeInt(&buf, Int32(10))
-            FfiConverterTypeToolCallContentChunk.write(v1, into: &buf)
-            
-        
-        case let .planUpdate(v1):
-            writeInt(&buf, Int32(11))
-            FfiConverterTypePlanUpdate.write(v1, into: &buf)
-            
-        
-        case let .usageUpdate(v1):
-            writeInt(&buf, Int32(12))
-            FfiConverterTypeUsageUpdate.write(v1, into: &buf)
-            
-        
-        case let .sessionInfoUpdate(v1):
-            writeInt(&buf, Int32(13))
-            FfiConverterTypeSessionInfoUpdate.write(v1, into: &buf)
-            
-        
-        case let .acpInjectPending(v1):
-            writeInt(&buf, Int32(14))
-            FfiConverterTypePendingInjectsUpdate.write(v1, into: &buf)
-            
-        
-        case let .acpInjectSessionClosed(v1):
-            writeInt(&buf, Int32(15))
-            FfiConverterTypeSessionClosedUpdate.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(16))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionUpdate_lift(_ buf: RustBuffer) throws -> SessionUpdate {
-    return try FfiConverterTypeSessionUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionUpdate_lower(_ value: SessionUpdate) -> RustBuffer {
-    return FfiConverterTypeSessionUpdate.lower(value)
-}
-
-
-
-/**
- * A snapshot of the session's aggregate foreground activity.
- *
- * Foreground work is the agent's active response or workflow in the session,
- * including model processing, tool execution, and waiting for user action needed
- * to continue that work. It can start with a prompt or be agent-initiated, for
- * example to pursue an ongoing goal or follow up on a completed background task.
- * Either way, the agent MUST report `running` when foreground work starts,
- * or `requires_action` if it starts blocked on user action, and `idle` when it
- * ends. The agent SHOULD include a stop reason on that idle update.
- * Agent-initiated work does not require a prompt request or a synthetic user
- * message.
- *
- * `running` may precede user-message insertion, for example during a foreground
- * hook. It is not acknowledgment of insertion, and rejecting a prompt does not
- * itself end foreground work.
- *
- * Background activity can continue and emit other `session/update` notifications
- * while `idle`. Those notifications, including a detached task's progress or
- * completion, do not by themselves change this state. A permission request only
- * warrants `requires_action` when foreground work is blocked on user action.
- *
- * The agent SHOULD report `requires_action` when the foreground workflow as a
- * whole cannot progress without user action, including permissions or elicitations.
- * Once reported, it MUST report `running` when progress resumes, or `idle` when
- * work ends without resuming.
- * If other foreground work can progress, the state remains `running`. Resolving
- * one of several requests does not itself change the state. Agents SHOULD ignore
- * responses for work that has already ended rather than use them to resume it.
- *
- * A new session defaults to idle until a state update reports otherwise.
- * Resume MUST send a current-state snapshot after any replay and before its
- * response. The snapshot reports foreground state after resuming.
- * The response alone does not imply idle.
- * Repeated snapshots are idempotent, not additional work, completions, or usage.
- * A repeated state may carry updated information without another state transition.
- * The agent MUST report `idle` when no foreground activity remains. Completing
- * an individual activity while other foreground work continues does not require
- * an idle boundary. Local commands use the same lifecycle even without model work.
- *
- * See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)
- */
-
-public enum StateUpdate: Equatable, Hashable {
-    
-    /**
-     * `running`: Foreground work is in progress.
-     */
-    case running(RunningStateUpdate
-    )
-    /**
-     * `idle`: No foreground work is active. Background activity may continue.
-     */
-    case idle(IdleStateUpdate
-    )
-    /**
-     * `requires_action`: Foreground work is blocked on user action.
-     */
-    case requiresAction(RequiresActionStateUpdate
-    )
-    /**
-     * `unknown`: **UNSTABLE**
-     *
-     * This capability is not part of the spec yet, and may be removed or changed at any point.
-     *
-     * The Agent cannot currently determine foreground activity.
-     * This replaces previously confirmed activity without ending the work or session.
-     */
-    case unknown(UnknownStateUpdate
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension StateUpdate: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeStateUpdate: FfiConverterRustBuffer {
-    typealias SwiftType = StateUpdate
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StateUpdate {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .running(try FfiConverterTypeRunningStateUpdate.read(from: &buf)
-        )
-        
-        case 2: return .idle(try FfiConverterTypeIdleStateUpdate.read(from: &buf)
-        )
-        
-        case 3: return .requiresAction(try FfiConverterTypeRequiresActionStateUpdate.read(from: &buf)
-        )
-        
-        case 4: return .unknown(try FfiConverterTypeUnknownStateUpdate.read(from: &buf)
-        )
-        
-        case 5: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: StateUpdate, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .running(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeRunningStateUpdate.write(v1, into: &buf)
-            
-        
-        case let .idle(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeIdleStateUpdate.write(v1, into: &buf)
-            
-        
-        case let .requiresAction(v1):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeRequiresActionStateUpdate.write(v1, into: &buf)
-            
-        
-        case let .unknown(v1):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypeUnknownStateUpdate.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(5))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStateUpdate_lift(_ buf: RustBuffer) throws -> StateUpdate {
-    return try FfiConverterTypeStateUpdate.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStateUpdate_lower(_ value: StateUpdate) -> RustBuffer {
-    return FfiConverterTypeStateUpdate.lower(value)
-}
-
-
-
-/**
- * What to do with a steer when the agent takes no injects (C-HELD-3).
- */
-
-public enum SteerFallback: Equatable, Hashable {
-    
-    case queue
-    case cancelAndResend
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension SteerFallback: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSteerFallback: FfiConverterRustBuffer {
-    typealias SwiftType = SteerFallback
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SteerFallback {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .queue
-        
-        case 2: return .cancelAndResend
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: SteerFallback, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .queue:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .cancelAndResend:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSteerFallback_lift(_ buf: RustBuffer) throws -> SteerFallback {
-    return try FfiConverterTypeSteerFallback.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSteerFallback_lower(_ value: SteerFallback) -> RustBuffer {
-    return FfiConverterTypeSteerFallback.lower(value)
-}
-
-
-
-/**
- * What happens to a steer accepted mid model stream with no tool call pending.
- */
-
-public enum SteerInStream: Equatable, Hashable {
-    
-    /**
-     * `interrupt`: The agent cuts the stream and re-prompts with the steer.
-     */
-    case interrupt
-    /**
-     * `finish`: The agent lets the stream finish, then delivers.
-     */
-    case finish
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension SteerInStream: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSteerInStream: FfiConverterRustBuffer {
-    typealias SwiftType = SteerInStream
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SteerInStream {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .interrupt
-        
-        case 2: return .finish
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: SteerInStream, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .interrupt:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .finish:
-            writeInt(&buf, Int32(2))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSteerInStream_lift(_ buf: RustBuffer) throws -> SteerInStream {
-    return try FfiConverterTypeSteerInStream.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSteerInStream_lower(_ value: SteerInStream) -> RustBuffer {
-    return FfiConverterTypeSteerInStream.lower(value)
-}
-
-
-
-/**
- * The model stream of a running turn.
- */
-
-public enum Stream: Equatable, Hashable {
-    
-    case idle
-    case active
-    case interruptRequested
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension Stream: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeStream: FfiConverterRustBuffer {
-    typealias SwiftType = Stream
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Stream {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .idle
-        
-        case 2: return .active
-        
-        case 3: return .interruptRequested
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: Stream, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .idle:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .active:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .interruptRequested:
-            writeInt(&buf, Int32(3))
-        
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStream_lift(_ buf: RustBuffer) throws -> Stream {
-    return try FfiConverterTypeStream.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStream_lower(_ value: Stream) -> RustBuffer {
-    return FfiConverterTypeStream.lower(value)
-}
-
-
-
-/**
- * A `::std::string::String` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
- */
-
-public enum StringPatch: Equatable, Hashable {
-    
-    /**
-     * The member is absent: leave the current value.
-     */
-    case absent
-    /**
-     * The member is `null`: clear the current value.
-     */
-    case null
-    /**
-     * The member has a value: replace the current value.
-     */
-    case value(value: String
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension StringPatch: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeStringPatch: FfiConverterRustBuffer {
-    typealias SwiftType = StringPatch
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StringPatch {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .absent
-        
-        case 2: return .null
-        
-        case 3: return .value(value: try FfiConverterString.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: StringPatch, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .absent:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .null:
-            writeInt(&buf, Int32(2))
-        
-        
-        case let .value(value):
-            writeInt(&buf, Int32(3))
-            FfiConverterString.write(value, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStringPatch_lift(_ buf: RustBuffer) throws -> StringPatch {
-    return try FfiConverterTypeStringPatch.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStringPatch_lower(_ value: StringPatch) -> RustBuffer {
-    return FfiConverterTypeStringPatch.lower(value)
-}
-
-
-
-/**
- * Content produced by a tool call.
- *
- * Tool calls can produce different types of content including standard
- * content blocks (text, images), file diffs, or display-only terminals.
- *
- * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)
- */
-
-public enum ToolCallContent: Equatable, Hashable {
-    
-    /**
-     * `content`: Standard content block (text, images, resources).
-     */
-    case content(ToolCallContentBlock
-    )
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    case other(Unknown
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension ToolCallContent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolCallContent: FfiConverterRustBuffer {
-    typealias SwiftType = ToolCallContent
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallContent {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .content(try FfiConverterTypeToolCallContentBlock.read(from: &buf)
-        )
-        
-        case 2: return .other(try FfiConverterTypeUnknown.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: ToolCallContent, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .content(v1):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypeToolCallContentBlock.write(v1, into: &buf)
-            
-        
-        case let .other(v1):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeUnknown.write(v1, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallContent_lift(_ buf: RustBuffer) throws -> ToolCallContent {
-    return try FfiConverterTypeToolCallContent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallContent_lower(_ value: ToolCallContent) -> RustBuffer {
-    return FfiConverterTypeToolCallContent.lower(value)
-}
-
-
-
-/**
- * A session's turn (R-TURN-1).
- */
-
-public enum Turn: Equatable, Hashable {
-    
-    case idle
-    case running(activity: Activity
-    )
-    case requiresAction(activity: Activity, `open`: NonZeroU32, paused: Bool
-    )
-    case paused(activity: Activity
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension Turn: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeTurn: FfiConverterRustBuffer {
-    typealias SwiftType = Turn
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Turn {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .idle
-        
-        case 2: return .running(activity: try FfiConverterTypeActivity.read(from: &buf)
-        )
-        
-        case 3: return .requiresAction(activity: try FfiConverterTypeActivity.read(from: &buf), open: try FfiConverterTypeNonZeroU32.read(from: &buf), paused: try FfiConverterBool.read(from: &buf)
-        )
-        
-        case 4: return .paused(activity: try FfiConverterTypeActivity.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: Turn, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .idle:
-            writeInt(&buf, Int32(1))
-        
-        
-        case let .running(activity):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypeActivity.write(activity, into: &buf)
-            
-        
-        case let .requiresAction(activity,`open`,paused):
-            writeInt(&buf, Int32(3))
-            FfiConverterTypeActivity.write(activity, into: &buf)
-            FfiConverterTypeNonZeroU32.write(`open`, into: &buf)
-            FfiConverterBool.write(paused, into: &buf)
-            
-        
-        case let .paused(activity):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypeActivity.write(activity, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTurn_lift(_ buf: RustBuffer) throws -> Turn {
-    return try FfiConverterTypeTurn.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeTurn_lower(_ value: Turn) -> RustBuffer {
-    return FfiConverterTypeTurn.lower(value)
-}
-
-
-
-/**
- * The turn state as the client knows it (C-STATE-1).
- */
-
-public enum TurnState: Equatable, Hashable {
-    
-    case idle
-    case running
-    case requiresAction
-    case unknown
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension TurnState: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeTurnState: FfiConverterRustBuffer {
-    typealias SwiftType = TurnState
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnState {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .idle
-        
-        case 2: return .running
-        
-        case 3: return .requiresAction
-        
-        case 4: return .unknown
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: TurnState, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case .idle:
-            writeInt(&buf, Int32(1))
-        
-        
-        case .running:
-            writeInt(&buf, Int32(2))
-        
-        
-        case .requiresAction:
-            writeInt(&buf, Int32(3))
-        
-        
-        case .unknown:
-            writeInt(&buf, Int32(4))
-        
         }
     }
 }
@@ -15170,17 +3673,16 @@ public struct FfiConverterTypeTurnState: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeTurnState_lift(_ buf: RustBuffer) throws -> TurnState {
-    return try FfiConverterTypeTurnState.lift(buf)
+public func FfiConverterTypeFfiError_lift(_ buf: RustBuffer) throws -> FfiError {
+    return try FfiConverterTypeFfiError.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeTurnState_lower(_ value: TurnState) -> RustBuffer {
-    return FfiConverterTypeTurnState.lower(value)
+public func FfiConverterTypeFfiError_lower(_ value: FfiError) -> RustBuffer {
+    return FfiConverterTypeFfiError.lower(value)
 }
-
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
@@ -15201,30 +3703,6 @@ fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterUInt64.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionDouble: FfiConverterRustBuffer {
-    typealias SwiftType = Double?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterDouble.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterDouble.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -15257,870 +3735,6 @@ fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeAgentCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = AgentCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeAgentCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeAgentCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeAnnotations: FfiConverterRustBuffer {
-    typealias SwiftType = Annotations?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeAnnotations.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeAnnotations.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeClientCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = ClientCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeClientCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeClientCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeCost: FfiConverterRustBuffer {
-    typealias SwiftType = Cost?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeCost.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeCost.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeInjectCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = InjectCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeInjectCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeInjectCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeMcpCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = McpCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeMcpCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeMcpCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeMirrorSnapshot: FfiConverterRustBuffer {
-    typealias SwiftType = MirrorSnapshot?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeMirrorSnapshot.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeMirrorSnapshot.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypePendingCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = PendingCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypePendingCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypePendingCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeSessionAdditionalDirectoriesCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = SessionAdditionalDirectoriesCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeSessionAdditionalDirectoriesCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeSessionAdditionalDirectoriesCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeSessionCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = SessionCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeSessionCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeSessionCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeSessionStatusCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = SessionStatusCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeSessionStatusCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeSessionStatusCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeTurnFailure: FfiConverterRustBuffer {
-    typealias SwiftType = TurnFailure?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeTurnFailure.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeTurnFailure.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeUsage: FfiConverterRustBuffer {
-    typealias SwiftType = Usage?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeUsage.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeUsage.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeItemStatus: FfiConverterRustBuffer {
-    typealias SwiftType = ItemStatus?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeItemStatus.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeItemStatus.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeReplayFrom: FfiConverterRustBuffer {
-    typealias SwiftType = ReplayFrom?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeReplayFrom.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeReplayFrom.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeStateUpdate: FfiConverterRustBuffer {
-    typealias SwiftType = StateUpdate?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeStateUpdate.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeStateUpdate.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeSteerFallback: FfiConverterRustBuffer {
-    typealias SwiftType = SteerFallback?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeSteerFallback.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeSteerFallback.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeTurn: FfiConverterRustBuffer {
-    typealias SwiftType = Turn?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeTurn.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeTurn.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceString: FfiConverterRustBuffer {
-    typealias SwiftType = [String]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceString.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceString.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypeEnvVariable: FfiConverterRustBuffer {
-    typealias SwiftType = [EnvVariable]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeEnvVariable.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeEnvVariable.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypeHttpHeader: FfiConverterRustBuffer {
-    typealias SwiftType = [HttpHeader]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeHttpHeader.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeHttpHeader.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypePendingInject: FfiConverterRustBuffer {
-    typealias SwiftType = [PendingInject]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypePendingInject.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypePendingInject.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypeBackgroundWork: FfiConverterRustBuffer {
-    typealias SwiftType = [BackgroundWork]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeBackgroundWork.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeBackgroundWork.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypeMcpServer: FfiConverterRustBuffer {
-    typealias SwiftType = [McpServer]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeMcpServer.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeMcpServer.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypeSteerInStream: FfiConverterRustBuffer {
-    typealias SwiftType = [SteerInStream]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeSteerInStream.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeSteerInStream.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypeToolCallContent: FfiConverterRustBuffer {
-    typealias SwiftType = [ToolCallContent]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeToolCallContent.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeToolCallContent.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypeJsonObject: FfiConverterRustBuffer {
-    typealias SwiftType = [JsonObject]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeJsonObject.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeJsonObject.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionSequenceTypeRole: FfiConverterRustBuffer {
-    typealias SwiftType = [Role]?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterSequenceTypeRole.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterSequenceTypeRole.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeErrorReason: FfiConverterRustBuffer {
-    typealias SwiftType = ErrorReason?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeErrorReason.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeErrorReason.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeJsonObject: FfiConverterRustBuffer {
-    typealias SwiftType = JsonObject?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeJsonObject.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeJsonObject.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeMessageId: FfiConverterRustBuffer {
-    typealias SwiftType = MessageId?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeMessageId.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeMessageId.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeSessionId: FfiConverterRustBuffer {
-    typealias SwiftType = SessionId?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeSessionId.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeSessionId.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeStopReason: FfiConverterRustBuffer {
-    typealias SwiftType = StopReason?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeStopReason.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeStopReason.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeToolCallStatus: FfiConverterRustBuffer {
-    typealias SwiftType = ToolCallStatus?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeToolCallStatus.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeToolCallStatus.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeToolKind: FfiConverterRustBuffer {
-    typealias SwiftType = ToolKind?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeToolKind.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeToolKind.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeValue: FfiConverterRustBuffer {
-    typealias SwiftType = Value?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeValue.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeValue.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -16142,1525 +3756,6 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
         return seq
     }
 }
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeEnvVariable: FfiConverterRustBuffer {
-    typealias SwiftType = [EnvVariable]
-
-    public static func write(_ value: [EnvVariable], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeEnvVariable.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [EnvVariable] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [EnvVariable]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeEnvVariable.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeHttpHeader: FfiConverterRustBuffer {
-    typealias SwiftType = [HttpHeader]
-
-    public static func write(_ value: [HttpHeader], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeHttpHeader.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [HttpHeader] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [HttpHeader]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeHttpHeader.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypePendingInject: FfiConverterRustBuffer {
-    typealias SwiftType = [PendingInject]
-
-    public static func write(_ value: [PendingInject], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypePendingInject.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PendingInject] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [PendingInject]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypePendingInject.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypePendingItem: FfiConverterRustBuffer {
-    typealias SwiftType = [PendingItem]
-
-    public static func write(_ value: [PendingItem], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypePendingItem.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PendingItem] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [PendingItem]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypePendingItem.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypePermissionOption: FfiConverterRustBuffer {
-    typealias SwiftType = [PermissionOption]
-
-    public static func write(_ value: [PermissionOption], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypePermissionOption.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PermissionOption] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [PermissionOption]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypePermissionOption.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypePlanEntry: FfiConverterRustBuffer {
-    typealias SwiftType = [PlanEntry]
-
-    public static func write(_ value: [PlanEntry], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypePlanEntry.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PlanEntry] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [PlanEntry]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypePlanEntry.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeSessionInfo: FfiConverterRustBuffer {
-    typealias SwiftType = [SessionInfo]
-
-    public static func write(_ value: [SessionInfo], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeSessionInfo.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SessionInfo] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [SessionInfo]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeSessionInfo.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeTranscriptEntry: FfiConverterRustBuffer {
-    typealias SwiftType = [TranscriptEntry]
-
-    public static func write(_ value: [TranscriptEntry], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeTranscriptEntry.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [TranscriptEntry] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [TranscriptEntry]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeTranscriptEntry.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeUserInput: FfiConverterRustBuffer {
-    typealias SwiftType = [UserInput]
-
-    public static func write(_ value: [UserInput], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeUserInput.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [UserInput] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [UserInput]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeUserInput.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeViolation: FfiConverterRustBuffer {
-    typealias SwiftType = [Violation]
-
-    public static func write(_ value: [Violation], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeViolation.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Violation] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Violation]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeViolation.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeBackgroundWork: FfiConverterRustBuffer {
-    typealias SwiftType = [BackgroundWork]
-
-    public static func write(_ value: [BackgroundWork], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeBackgroundWork.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [BackgroundWork] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [BackgroundWork]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeBackgroundWork.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeContentBlock: FfiConverterRustBuffer {
-    typealias SwiftType = [ContentBlock]
-
-    public static func write(_ value: [ContentBlock], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeContentBlock.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ContentBlock] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ContentBlock]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeContentBlock.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeEvent: FfiConverterRustBuffer {
-    typealias SwiftType = [Event]
-
-    public static func write(_ value: [Event], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeEvent.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Event] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Event]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeEvent.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeHistoryEntry: FfiConverterRustBuffer {
-    typealias SwiftType = [HistoryEntry]
-
-    public static func write(_ value: [HistoryEntry], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeHistoryEntry.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [HistoryEntry] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [HistoryEntry]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeHistoryEntry.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeInjectMode: FfiConverterRustBuffer {
-    typealias SwiftType = [InjectMode]
-
-    public static func write(_ value: [InjectMode], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeInjectMode.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [InjectMode] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [InjectMode]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeInjectMode.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeMcpServer: FfiConverterRustBuffer {
-    typealias SwiftType = [McpServer]
-
-    public static func write(_ value: [McpServer], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeMcpServer.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [McpServer] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [McpServer]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeMcpServer.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeOutput: FfiConverterRustBuffer {
-    typealias SwiftType = [Output]
-
-    public static func write(_ value: [Output], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeOutput.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Output] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Output]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeOutput.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeSessionActivity: FfiConverterRustBuffer {
-    typealias SwiftType = [SessionActivity]
-
-    public static func write(_ value: [SessionActivity], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeSessionActivity.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SessionActivity] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [SessionActivity]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeSessionActivity.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeSteerInStream: FfiConverterRustBuffer {
-    typealias SwiftType = [SteerInStream]
-
-    public static func write(_ value: [SteerInStream], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeSteerInStream.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SteerInStream] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [SteerInStream]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeSteerInStream.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeToolCallContent: FfiConverterRustBuffer {
-    typealias SwiftType = [ToolCallContent]
-
-    public static func write(_ value: [ToolCallContent], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeToolCallContent.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ToolCallContent] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ToolCallContent]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeToolCallContent.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceSequenceTypeContentBlock: FfiConverterRustBuffer {
-    typealias SwiftType = [[ContentBlock]]
-
-    public static func write(_ value: [[ContentBlock]], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterSequenceTypeContentBlock.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [[ContentBlock]] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [[ContentBlock]]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterSequenceTypeContentBlock.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeConnId: FfiConverterRustBuffer {
-    typealias SwiftType = [ConnId]
-
-    public static func write(_ value: [ConnId], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeConnId.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ConnId] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ConnId]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeConnId.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeJsonObject: FfiConverterRustBuffer {
-    typealias SwiftType = [JsonObject]
-
-    public static func write(_ value: [JsonObject], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeJsonObject.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [JsonObject] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [JsonObject]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeJsonObject.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeProtocolVersion: FfiConverterRustBuffer {
-    typealias SwiftType = [ProtocolVersion]
-
-    public static func write(_ value: [ProtocolVersion], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeProtocolVersion.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ProtocolVersion] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ProtocolVersion]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeProtocolVersion.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeRole: FfiConverterRustBuffer {
-    typealias SwiftType = [Role]
-
-    public static func write(_ value: [Role], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeRole.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Role] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Role]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeRole.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-
-public typealias ConnId = String
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeConnId: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ConnId {
-        return try FfiConverterString.read(from: &buf)
-    }
-
-    public static func write(_ value: ConnId, into buf: inout [UInt8]) {
-        return FfiConverterString.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> ConnId {
-        return try FfiConverterString.lift(value)
-    }
-
-    public static func lower(_ value: ConnId) -> RustBuffer {
-        return FfiConverterString.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeConnId_lift(_ value: RustBuffer) throws -> ConnId {
-    return try FfiConverterTypeConnId.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeConnId_lower(_ value: ConnId) -> RustBuffer {
-    return FfiConverterTypeConnId.lower(value)
-}
-
-
-
-public typealias ContentBlockListPatchMember = ContentBlockListPatch
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeContentBlockListPatchMember: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ContentBlockListPatchMember {
-        return try FfiConverterTypeContentBlockListPatch.read(from: &buf)
-    }
-
-    public static func write(_ value: ContentBlockListPatchMember, into buf: inout [UInt8]) {
-        return FfiConverterTypeContentBlockListPatch.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> ContentBlockListPatchMember {
-        return try FfiConverterTypeContentBlockListPatch_lift(value)
-    }
-
-    public static func lower(_ value: ContentBlockListPatchMember) -> RustBuffer {
-        return FfiConverterTypeContentBlockListPatch_lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeContentBlockListPatchMember_lift(_ value: RustBuffer) throws -> ContentBlockListPatchMember {
-    return try FfiConverterTypeContentBlockListPatchMember.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeContentBlockListPatchMember_lower(_ value: ContentBlockListPatchMember) -> RustBuffer {
-    return FfiConverterTypeContentBlockListPatchMember.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeErrorReason: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorReason {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return ErrorReason(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: ErrorReason, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> ErrorReason {
-        let builtinValue = try FfiConverterString.lift(value)
-        return ErrorReason(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: ErrorReason) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeErrorReason_lift(_ value: RustBuffer) throws -> ErrorReason {
-    return try FfiConverterTypeErrorReason.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeErrorReason_lower(_ value: ErrorReason) -> RustBuffer {
-    return FfiConverterTypeErrorReason.lower(value)
-}
-
-
-
-public typealias JsonObject = String
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeJsonObject: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> JsonObject {
-        return try FfiConverterString.read(from: &buf)
-    }
-
-    public static func write(_ value: JsonObject, into buf: inout [UInt8]) {
-        return FfiConverterString.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> JsonObject {
-        return try FfiConverterString.lift(value)
-    }
-
-    public static func lower(_ value: JsonObject) -> RustBuffer {
-        return FfiConverterString.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeJsonObject_lift(_ value: RustBuffer) throws -> JsonObject {
-    return try FfiConverterTypeJsonObject.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeJsonObject_lower(_ value: JsonObject) -> RustBuffer {
-    return FfiConverterTypeJsonObject.lower(value)
-}
-
-
-
-public typealias MessageId = String
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeMessageId: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MessageId {
-        return try FfiConverterString.read(from: &buf)
-    }
-
-    public static func write(_ value: MessageId, into buf: inout [UInt8]) {
-        return FfiConverterString.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> MessageId {
-        return try FfiConverterString.lift(value)
-    }
-
-    public static func lower(_ value: MessageId) -> RustBuffer {
-        return FfiConverterString.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMessageId_lift(_ value: RustBuffer) throws -> MessageId {
-    return try FfiConverterTypeMessageId.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeMessageId_lower(_ value: MessageId) -> RustBuffer {
-    return FfiConverterTypeMessageId.lower(value)
-}
-
-
-
-public typealias NonZeroU32 = UInt32
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeNonZeroU32: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NonZeroU32 {
-        return try FfiConverterUInt32.read(from: &buf)
-    }
-
-    public static func write(_ value: NonZeroU32, into buf: inout [UInt8]) {
-        return FfiConverterUInt32.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: UInt32) throws -> NonZeroU32 {
-        return try FfiConverterUInt32.lift(value)
-    }
-
-    public static func lower(_ value: NonZeroU32) -> UInt32 {
-        return FfiConverterUInt32.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeNonZeroU32_lift(_ value: UInt32) throws -> NonZeroU32 {
-    return try FfiConverterTypeNonZeroU32.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeNonZeroU32_lower(_ value: NonZeroU32) -> UInt32 {
-    return FfiConverterTypeNonZeroU32.lower(value)
-}
-
-
-
-public typealias PermissionOptionId = String
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePermissionOptionId: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionOptionId {
-        return try FfiConverterString.read(from: &buf)
-    }
-
-    public static func write(_ value: PermissionOptionId, into buf: inout [UInt8]) {
-        return FfiConverterString.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> PermissionOptionId {
-        return try FfiConverterString.lift(value)
-    }
-
-    public static func lower(_ value: PermissionOptionId) -> RustBuffer {
-        return FfiConverterString.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionOptionId_lift(_ value: RustBuffer) throws -> PermissionOptionId {
-    return try FfiConverterTypePermissionOptionId.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionOptionId_lower(_ value: PermissionOptionId) -> RustBuffer {
-    return FfiConverterTypePermissionOptionId.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePermissionOptionKind: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PermissionOptionKind {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return PermissionOptionKind(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: PermissionOptionKind, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> PermissionOptionKind {
-        let builtinValue = try FfiConverterString.lift(value)
-        return PermissionOptionKind(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: PermissionOptionKind) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionOptionKind_lift(_ value: RustBuffer) throws -> PermissionOptionKind {
-    return try FfiConverterTypePermissionOptionKind.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePermissionOptionKind_lower(_ value: PermissionOptionKind) -> RustBuffer {
-    return FfiConverterTypePermissionOptionKind.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanEntryPriority: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntryPriority {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return PlanEntryPriority(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: PlanEntryPriority, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> PlanEntryPriority {
-        let builtinValue = try FfiConverterString.lift(value)
-        return PlanEntryPriority(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: PlanEntryPriority) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntryPriority_lift(_ value: RustBuffer) throws -> PlanEntryPriority {
-    return try FfiConverterTypePlanEntryPriority.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntryPriority_lower(_ value: PlanEntryPriority) -> RustBuffer {
-    return FfiConverterTypePlanEntryPriority.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanEntryStatus: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEntryStatus {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return PlanEntryStatus(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: PlanEntryStatus, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> PlanEntryStatus {
-        let builtinValue = try FfiConverterString.lift(value)
-        return PlanEntryStatus(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: PlanEntryStatus) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntryStatus_lift(_ value: RustBuffer) throws -> PlanEntryStatus {
-    return try FfiConverterTypePlanEntryStatus.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEntryStatus_lower(_ value: PlanEntryStatus) -> RustBuffer {
-    return FfiConverterTypePlanEntryStatus.lower(value)
-}
-
-
-
-public typealias ProtocolVersion = UInt16
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeProtocolVersion: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ProtocolVersion {
-        return try FfiConverterUInt16.read(from: &buf)
-    }
-
-    public static func write(_ value: ProtocolVersion, into buf: inout [UInt8]) {
-        return FfiConverterUInt16.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: UInt16) throws -> ProtocolVersion {
-        return try FfiConverterUInt16.lift(value)
-    }
-
-    public static func lower(_ value: ProtocolVersion) -> UInt16 {
-        return FfiConverterUInt16.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeProtocolVersion_lift(_ value: UInt16) throws -> ProtocolVersion {
-    return try FfiConverterTypeProtocolVersion.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeProtocolVersion_lower(_ value: ProtocolVersion) -> UInt16 {
-    return FfiConverterTypeProtocolVersion.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeRole: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Role {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return Role(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: Role, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> Role {
-        let builtinValue = try FfiConverterString.lift(value)
-        return Role(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: Role) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRole_lift(_ value: RustBuffer) throws -> Role {
-    return try FfiConverterTypeRole.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeRole_lower(_ value: Role) -> RustBuffer {
-    return FfiConverterTypeRole.lower(value)
-}
-
-
-
-public typealias SessionId = String
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionId: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionId {
-        return try FfiConverterString.read(from: &buf)
-    }
-
-    public static func write(_ value: SessionId, into buf: inout [UInt8]) {
-        return FfiConverterString.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> SessionId {
-        return try FfiConverterString.lift(value)
-    }
-
-    public static func lower(_ value: SessionId) -> RustBuffer {
-        return FfiConverterString.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionId_lift(_ value: RustBuffer) throws -> SessionId {
-    return try FfiConverterTypeSessionId.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionId_lower(_ value: SessionId) -> RustBuffer {
-    return FfiConverterTypeSessionId.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSessionStatus: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionStatus {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return SessionStatus(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: SessionStatus, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> SessionStatus {
-        let builtinValue = try FfiConverterString.lift(value)
-        return SessionStatus(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: SessionStatus) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatus_lift(_ value: RustBuffer) throws -> SessionStatus {
-    return try FfiConverterTypeSessionStatus.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSessionStatus_lower(_ value: SessionStatus) -> RustBuffer {
-    return FfiConverterTypeSessionStatus.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeStopReason: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StopReason {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return StopReason(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: StopReason, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> StopReason {
-        let builtinValue = try FfiConverterString.lift(value)
-        return StopReason(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: StopReason) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStopReason_lift(_ value: RustBuffer) throws -> StopReason {
-    return try FfiConverterTypeStopReason.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStopReason_lower(_ value: StopReason) -> RustBuffer {
-    return FfiConverterTypeStopReason.lower(value)
-}
-
-
-
-public typealias StringPatchMember = StringPatch
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeStringPatchMember: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> StringPatchMember {
-        return try FfiConverterTypeStringPatch.read(from: &buf)
-    }
-
-    public static func write(_ value: StringPatchMember, into buf: inout [UInt8]) {
-        return FfiConverterTypeStringPatch.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> StringPatchMember {
-        return try FfiConverterTypeStringPatch_lift(value)
-    }
-
-    public static func lower(_ value: StringPatchMember) -> RustBuffer {
-        return FfiConverterTypeStringPatch_lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStringPatchMember_lift(_ value: RustBuffer) throws -> StringPatchMember {
-    return try FfiConverterTypeStringPatchMember.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeStringPatchMember_lower(_ value: StringPatchMember) -> RustBuffer {
-    return FfiConverterTypeStringPatchMember.lower(value)
-}
-
-
-
-public typealias ToolCallId = String
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolCallId: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallId {
-        return try FfiConverterString.read(from: &buf)
-    }
-
-    public static func write(_ value: ToolCallId, into buf: inout [UInt8]) {
-        return FfiConverterString.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> ToolCallId {
-        return try FfiConverterString.lift(value)
-    }
-
-    public static func lower(_ value: ToolCallId) -> RustBuffer {
-        return FfiConverterString.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallId_lift(_ value: RustBuffer) throws -> ToolCallId {
-    return try FfiConverterTypeToolCallId.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallId_lower(_ value: ToolCallId) -> RustBuffer {
-    return FfiConverterTypeToolCallId.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolCallStatus: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallStatus {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return ToolCallStatus(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: ToolCallStatus, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> ToolCallStatus {
-        let builtinValue = try FfiConverterString.lift(value)
-        return ToolCallStatus(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: ToolCallStatus) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallStatus_lift(_ value: RustBuffer) throws -> ToolCallStatus {
-    return try FfiConverterTypeToolCallStatus.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolCallStatus_lower(_ value: ToolCallStatus) -> RustBuffer {
-    return FfiConverterTypeToolCallStatus.lower(value)
-}
-
-
-
-
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeToolKind: FfiConverter {
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolKind {
-        let builtinValue = try FfiConverterString.read(from: &buf)
-        return ToolKind(rawValue: builtinValue)
-    }
-
-    public static func write(_ value: ToolKind, into buf: inout [UInt8]) {
-        let builtinValue = value.rawValue
-        return FfiConverterString.write(builtinValue, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> ToolKind {
-        let builtinValue = try FfiConverterString.lift(value)
-        return ToolKind(rawValue: builtinValue)
-    }
-
-    public static func lower(_ value: ToolKind) -> RustBuffer {
-        let builtinValue = value.rawValue
-        return FfiConverterString.lower(builtinValue)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolKind_lift(_ value: RustBuffer) throws -> ToolKind {
-    return try FfiConverterTypeToolKind.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeToolKind_lower(_ value: ToolKind) -> RustBuffer {
-    return FfiConverterTypeToolKind.lower(value)
-}
-
-
-
-public typealias Unknown = String
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeUnknown: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Unknown {
-        return try FfiConverterString.read(from: &buf)
-    }
-
-    public static func write(_ value: Unknown, into buf: inout [UInt8]) {
-        return FfiConverterString.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> Unknown {
-        return try FfiConverterString.lift(value)
-    }
-
-    public static func lower(_ value: Unknown) -> RustBuffer {
-        return FfiConverterString.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUnknown_lift(_ value: RustBuffer) throws -> Unknown {
-    return try FfiConverterTypeUnknown.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeUnknown_lower(_ value: Unknown) -> RustBuffer {
-    return FfiConverterTypeUnknown.lower(value)
-}
-
-
-
-public typealias Value = String
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeValue: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Value {
-        return try FfiConverterString.read(from: &buf)
-    }
-
-    public static func write(_ value: Value, into buf: inout [UInt8]) {
-        return FfiConverterString.write(value, into: &buf)
-    }
-
-    public static func lift(_ value: RustBuffer) throws -> Value {
-        return try FfiConverterString.lift(value)
-    }
-
-    public static func lower(_ value: Value) -> RustBuffer {
-        return FfiConverterString.lower(value)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeValue_lift(_ value: RustBuffer) throws -> Value {
-    return try FfiConverterTypeValue.lift(value)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeValue_lower(_ value: Value) -> RustBuffer {
-    return FfiConverterTypeValue.lower(value)
-}
-
 private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
 private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
 
@@ -17800,10 +3895,10 @@ public func uniffiForeignFutureHandleCountAcpInjectFfi() -> Int {
     UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.count
 }
 /**
- * The default agent configuration: queue and steer, replace, `finish`, batch drain.
+ * The default agent configuration ([`default_config`]), encoded (an `AgentConfig`).
  */
-public func defaultAgentConfig() -> AgentConfig  {
-    return try!  FfiConverterTypeAgentConfig_lift(try! rustCall() {
+public func defaultAgentConfig() -> Data  {
+    return try!  FfiConverterData.lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_fn_func_default_agent_config(uniffiCallStatus
     )
@@ -17833,21 +3928,21 @@ public func shutdownRuntime(timeoutMs: UInt64)  {try! rustCall() {
 }
 }
 /**
- * Starts `command` (program and arguments) and connects to it over its stdio; `initialize`
- * is exchanged before this returns.
+ * Starts `command` (program and arguments) and connects to it over its stdio, with `options`
+ * (a `ConnectOptions`); `initialize` is exchanged before this returns.
  */
-public func connect(command: [String], options: ConnectOptions)async throws  -> Connection  {
+public func connect(command: [String], options: Data)async throws  -> Connection  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_acp_inject_ffi_fn_func_connect(FfiConverterSequenceString.lower(command),FfiConverterTypeConnectOptions_lower(options)
+                uniffi_acp_inject_ffi_fn_func_connect(FfiConverterSequenceString.lower(command),FfiConverterData.lower(options)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_u64,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
             liftFunc: FfiConverterTypeConnection_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
 }
 /**
@@ -17858,30 +3953,19 @@ public func connect(command: [String], options: ConnectOptions)async throws  -> 
  * network drops, calls fail with `AcpError.Disconnected`: connect again and `resume` each
  * session with replay (its turns went on in the agent).
  */
-public func connectUrl(url: String, bearerToken: String?, options: ConnectOptions)async throws  -> Connection  {
+public func connectUrl(url: String, bearerToken: String?, options: Data)async throws  -> Connection  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_acp_inject_ffi_fn_func_connect_url(FfiConverterString.lower(url),FfiConverterOptionString.lower(bearerToken),FfiConverterTypeConnectOptions_lower(options)
+                uniffi_acp_inject_ffi_fn_func_connect_url(FfiConverterString.lower(url),FfiConverterOptionString.lower(bearerToken),FfiConverterData.lower(options)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_u64,
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
             liftFunc: FfiConverterTypeConnection_lift,
-            errorHandler: FfiConverterTypeAcpError_lift
+            errorHandler: FfiConverterTypeFfiError_lift
         )
-}
-/**
- * The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
- * forwarded.
- */
-public func defaultConnectOptions() -> ConnectOptions  {
-    return try!  FfiConverterTypeConnectOptions_lift(try! rustCall() {
-        uniffiCallStatus in
-    uniffi_acp_inject_ffi_fn_func_default_connect_options(uniffiCallStatus
-    )
-})
 }
 
 private enum InitializationResult {
@@ -17899,7 +3983,7 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_func_default_agent_config() != 49862) {
+    if (uniffi_acp_inject_ffi_checksum_func_default_agent_config() != 40580) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_func_library_version() != 52156) {
@@ -17908,241 +3992,235 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_func_shutdown_runtime() != 36246) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_func_connect() != 16908) {
+    if (uniffi_acp_inject_ffi_checksum_func_connect() != 25559) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_func_connect_url() != 19648) {
+    if (uniffi_acp_inject_ffi_checksum_func_connect_url() != 47841) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_func_default_connect_options() != 4057) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 50880) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 20804) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 42405) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 19302) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 40889) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 23955) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 40250) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() != 21520) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 47137) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach() != 17791) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 7596) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() != 33590) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 37019) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() != 29884) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 7923) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() != 60819) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 33069) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() != 30013) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 56507) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() != 14150) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 9192) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() != 33464) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 39301) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_history() != 22208) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 617) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() != 7960) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() != 17109) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() != 43122) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 33756) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 58384) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() != 14158) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() != 29145) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() != 55349) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() != 58007) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() != 51326) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() != 19076) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 26616) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() != 61832) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() != 35482) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() != 38049) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() != 1413) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() != 59152) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_turn() != 14814) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentcore_turn() != 6667) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 50122) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() != 58905) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() != 12980) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() != 56572) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 20) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 40704) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 63349) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 4052) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 61354) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 12865) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_feed() != 15905) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_feed() != 61280) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_finish() != 59589) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_finish() != 27128) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() != 50828) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() != 31507) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() != 64481) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() != 51818) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_inject() != 37317) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_inject() != 26593) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() != 23624) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() != 57911) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_line_port() != 17484) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() != 30530) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() != 1586) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() != 32815) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() != 22866) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() != 3922) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() != 21144) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() != 5288) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() != 38519) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() != 9354) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() != 20900) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version() != 9568) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive() != 31061) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive() != 19452) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes() != 56476) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() != 65455) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() != 24124) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_replace() != 10453) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_replace() != 46173) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_resume() != 3734) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_resume() != 31548) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() != 37981) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() != 5880) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() != 42484) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() != 38462) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() != 40775) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() != 40125) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_status() != 32984) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_status() != 63091) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() != 11448) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() != 46042) {
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() != 31569) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() != 55684) {
+    if (uniffi_acp_inject_ffi_checksum_method_connection_agent() != 21625) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_connection_agent() != 63726) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_acp_inject_ffi_checksum_method_connection_close() != 23543) {
+    if (uniffi_acp_inject_ffi_checksum_method_connection_close() != 37947) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_connection_ignored() != 28865) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() != 62449) {
+    if (uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() != 46794) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_connection_new_session() != 26606) {
+    if (uniffi_acp_inject_ffi_checksum_method_connection_new_session() != 18876) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_connection_resume() != 62332) {
+    if (uniffi_acp_inject_ffi_checksum_method_connection_resume() != 5329) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_answer_permission() != 2513) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_answer_permission() != 65215) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_cancel() != 51655) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_cancel() != 35545) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_close() != 36163) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_close() != 19413) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_session_id() != 16900) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_inject() != 9031) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_inject() != 6814) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_next_events() != 54340) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_next_events() != 23866) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_prompt() != 56958) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_prompt() != 44832) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_replace() != 42428) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_replace() != 19048) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_revoke() != 12529) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_revoke() != 44585) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_snapshot() != 37688) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_snapshot() != 46993) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_status() != 56003) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_status() != 50852) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_session_take_events() != 6021) {
+    if (uniffi_acp_inject_ffi_checksum_method_session_take_events() != 27445) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() != 56552) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() != 38339) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() != 494) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() != 37723) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() != 14050) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() != 17838) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() != 11773) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() != 37723) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 28543) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 33003) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 41243) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 39081) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 45764) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() != 48304) {
@@ -18151,19 +4229,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown() != 35244) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 63536) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() != 20906) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() != 63243) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() != 56994) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() != 16409) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() != 16429) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled() != 11660) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() != 6699) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() != 4571) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_turncontext_cwd() != 51118) {
@@ -18178,46 +4256,46 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled() != 18154) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() != 56317) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() != 42740) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_paused() != 20052) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_paused() != 11680) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 9818) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() != 58221) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() != 27654) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() != 63131) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_send() != 52709) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_send() != 3938) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() != 25486) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() != 2970) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_turncontext_session_id() != 11773) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() != 28482) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() != 53703) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() != 46369) {
+    if (uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() != 37399) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 8579) {
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() != 34033) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 8506) {
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() != 47623) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 35658) {
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() != 34165) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_constructor_clientcore_new() != 6627) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 14852) {
+    if (uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() != 34970) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -342,7 +342,7 @@ void uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(uint64_t ptr, Rust
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_BYTES
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_BYTES
-RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(uint64_t ptr, RustBuffer connection, RustBuffer bytes, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(uint64_t ptr, RustBuffer connection, ForeignBytes bytes, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_HANDLE_END
@@ -523,11 +523,6 @@ uint16_t uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version(uint64_t pt
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_RECEIVE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_RECEIVE
 RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_receive(uint64_t ptr, RustBuffer line, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_RECEIVE_BYTES
-#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_RECEIVE_BYTES
-RustBuffer uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes(uint64_t ptr, RustBuffer bytes, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_RECEIVE_TEXT
@@ -887,12 +882,6 @@ uint64_t uniffi_acp_inject_ffi_fn_func_connect(RustBuffer command, RustBuffer op
 uint64_t uniffi_acp_inject_ffi_fn_func_connect_url(RustBuffer url, RustBuffer bearer_token, RustBuffer options
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_DEFAULT_CONNECT_OPTIONS
-#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_FUNC_DEFAULT_CONNECT_OPTIONS
-RustBuffer uniffi_acp_inject_ffi_fn_func_default_connect_options(RustCallStatus *_Nonnull out_status
-    
-);
-#endif
 #ifndef UNIFFI_FFIDEF_FFI_ACP_INJECT_FFI_RUSTBUFFER_ALLOC
 #define UNIFFI_FFIDEF_FFI_ACP_INJECT_FFI_RUSTBUFFER_ALLOC
 RustBuffer ffi_acp_inject_ffi_rustbuffer_alloc(uint64_t size, RustCallStatus *_Nonnull out_status
@@ -1183,12 +1172,6 @@ uint16_t uniffi_acp_inject_ffi_checksum_func_connect_url(void
     
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_DEFAULT_CONNECT_OPTIONS
-#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_FUNC_DEFAULT_CONNECT_OPTIONS
-uint16_t uniffi_acp_inject_ffi_checksum_func_default_connect_options(void
-    
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ATTACH
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ATTACH
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_attach(void
@@ -1432,12 +1415,6 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_RECEIVE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_RECEIVE
 uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_receive(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_RECEIVE_BYTES
-#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_RECEIVE_BYTES
-uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes(void
     
 );
 #endif

@@ -81,14 +81,14 @@ fn assembled(upstream: &str, overlay: &str, upstream_path: &str, overlay_path: &
 /// file outside its directory would not be packaged).
 pub const RUST_WIRE: &str = "crates/wire/src/generated.rs";
 
-/// The UniFFI declarations of the wire types, compiled by the FFI crate (`mod generated_wire`).
-pub const FFI_WIRE: &str = "crates/ffi/src/generated_wire.rs";
+/// The description of the values that are not wire types.
+pub const VALUES: &str = "spec/values.json";
 
-/// The JSON writers of the per-line path, compiled by the FFI crate (`mod generated_line_json`).
-pub const FFI_LINE_JSON: &str = "crates/ffi/src/generated_line_json.rs";
+/// The encoders and decoders of the boundary encoding, compiled by the FFI crate (`mod generated_values`).
+pub const FFI_VALUES: &str = "crates/ffi/src/generated_values.rs";
 
 /// Everything that needs no UniFFI library build: the Rust wire types ([`RUST_WIRE`]), their
-/// UniFFI declarations ([`FFI_WIRE`]), the protocol reference and the vector coverage
+/// boundary codec ([`FFI_VALUES`]), the protocol reference and the vector coverage
 /// (`generated/docs/`), the TypeScript package (`generated/typescript/`) and the Maven version
 /// ([`crate::versions::MAVEN_CONFIG`]). Computed in memory; each file is then written (or, in
 /// check mode, compared). Returns the stale files (check mode) or the empty list. The
@@ -126,41 +126,15 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     );
     ensure_file_contents(&root.join(RUST_WIRE), &rust, mode, &mut stale)?;
 
-    // The same types as UniFFI types, for the FFI crate (no hand-written mirrors).
-    let ffi = acp_inject_codegen::ffi::remote_declarations(&rust)?;
-    let ffi = format!(
-        "// {PREAMBLE}\n// Source: spec/acp-inject.schema.json, through the wire expansion (codegen/src/ffi.rs).\n\n//! The wire types as UniFFI types: remote declarations of `acp-inject-wire`'s types, checked\n//! by the compiler against them.\n\n#![allow(missing_docs, clippy::all)]\n\nuse acp_inject_core::wire::*;\n\n{ffi}"
+    // The value model: the described values (spec/values.json) and the wire types they reach;
+    // from it the Rust encoders and decoders of the boundary encoding and every language's
+    // value types (codegen/src/values/).
+    let model = acp_inject_codegen::values::Model::build(&read(&root.join(VALUES))?, &rust)?;
+    let codec = acp_inject_codegen::values::rust::render(&model)?;
+    let codec = format!(
+        "// {PREAMBLE}\n// Source: {VALUES} and the wire types it reaches (codegen/src/values/rust.rs).\n\n//! The encoders and decoders of the boundary encoding (`crate::codec`), one per type of the value model.\n\n#![allow(missing_docs, clippy::all, unused_imports)]\n\n{codec}"
     );
-    ensure_file_contents(&root.join(FFI_WIRE), &ffi, mode, &mut stale)?;
-
-    // The per-line path's JSON writers, from the FFI crate's declarations of what it exports
-    // (the remote declarations just written, and the hand-written ones beside them).
-    let hand = [(FFI_WIRE, "crate::wire"), ("crates/ffi/src/types.rs", "crate::types"), ("crates/ffi/src/json.rs", "crate::json")]
-        .map(|(path, module)| Ok::<_, Error>((path, module, if path == FFI_WIRE { ffi.clone() } else { read(&root.join(path))? })));
-    let hand = hand.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let sources: Vec<_> =
-        hand.iter().map(|(path, module, text)| acp_inject_codegen::line_json::Source { path, text, module }).collect();
-    let open_enums = acp_inject_codegen::open_enums::open_enums(&rust)?;
-    let classes: Vec<String> = open_enums.iter().map(|e| e.name.clone()).collect();
-    let writers = acp_inject_codegen::line_json::writers(&sources, &classes)?;
-    let writers = format!(
-        "// {PREAMBLE}\n// Source: {FFI_WIRE}, crates/ffi/src/types.rs and crates/ffi/src/json.rs (codegen/src/line_json.rs).\n\n//! The JSON writers of the per-line path (`crate::line_json`), one per exported type.\n\n#![allow(missing_docs, clippy::all, unused_imports)]\n\n{writers}"
-    );
-    ensure_file_contents(&root.join(FFI_LINE_JSON), &writers, mode, &mut stale)?;
-
-    // The open string enums as each binding's own type, and the `uniffi.toml` that has the
-    // bindings lift them into it: the hand-written `uniffi-base.toml` plus one table per enum
-    // and language.
-    let open = acp_inject_codegen::open_enums::render(&open_enums, PREAMBLE)?;
-    ensure_file_contents(&root.join(PYTHON_ENUMS), &open.python, mode, &mut stale)?;
-    ensure_file_contents(&root.join("generated/kotlin/dev/acpinject/OpenEnums.kt"), &open.kotlin, mode, &mut stale)?;
-    ensure_file_contents(&root.join("generated/swift/OpenEnums.swift"), &open.swift, mode, &mut stale)?;
-    let base = read(&root.join("crates/ffi/uniffi-base.toml"))?;
-    let toml = format!(
-        "# {PREAMBLE}\n# Source: crates/ffi/uniffi-base.toml (edit that) and the open string enums (codegen/src/open_enums.rs).\n\n{base}\n{}",
-        open.uniffi_toml
-    );
-    ensure_file_contents(&root.join(FFI_UNIFFI_TOML), &toml, mode, &mut stale)?;
+    ensure_file_contents(&root.join(FFI_VALUES), &codec, mode, &mut stale)?;
 
     let examples = valid_examples(&root.join("spec/examples/valid"))?;
     let docs = acp_inject_codegen::docs::render(&schema, &examples)?;
@@ -182,13 +156,6 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     Ok(stale)
 }
 
-/// The Python module of the open string enums (inside the package, beside the code using it).
-pub const PYTHON_ENUMS: &str = "bindings/python/python/acp_inject/enums.py";
-
-/// The FFI crate's UniFFI configuration: `crates/ffi/uniffi-base.toml` plus the open enums'
-/// custom-type tables (where uniffi-bindgen and maturin read it).
-pub const FFI_UNIFFI_TOML: &str = "crates/ffi/uniffi.toml";
-
 /// Where the Python type stub of the generated module lives (inside the package).
 pub const PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi.pyi";
 
@@ -199,17 +166,14 @@ pub const CONFORMANCE_PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp
 /// The generated files that live beside the code using them rather than in `generated/`:
 /// with `generated/`, what the tidy rule `every_generated_file_has_the_preamble` reads.
 #[cfg(test)]
-pub const BESIDE_CODE: [&str; 11] = [
+pub const BESIDE_CODE: [&str; 8] = [
     SCHEMA,
     SCHEMA_V1,
     RUST_WIRE_V1,
     RUST_WIRE,
-    FFI_WIRE,
-    FFI_LINE_JSON,
+    FFI_VALUES,
     PYTHON_STUB,
     CONFORMANCE_PYTHON_STUB,
-    PYTHON_ENUMS,
-    FFI_UNIFFI_TOML,
     crate::versions::MAVEN_CONFIG,
 ];
 

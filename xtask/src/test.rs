@@ -294,70 +294,9 @@ fn docs() -> Row {
     Row::of(target_dir().map_err(Error::from).and_then(|t| Ok(acp_inject_release::docs::run(Some(&t.join("xtask-docs")))?)))
 }
 
-/// The packages that use the wire types, without the FFI crate. The wire structs are
-/// `#[non_exhaustive]` except under acp-inject-wire's `uniffi-remote` feature, which the FFI
-/// crate enables, so every workspace build has it on; checked as these packages alone
-/// (resolver 2 resolves features for the packages asked for), the feature is off and hand code
-/// that builds a wire struct with a struct literal fails to compile (E0639).
-fn without_ffi() -> Result<Vec<String>, Error> {
-    let ran = process::run(Command::new(cargo()).args(["metadata", "--format-version", "1"]), Echo::StderrOnly)?;
-    let meta: serde_json::Value = serde_json::from_str(&ran.stdout).map_err(|e| Error::msg(format!("cargo metadata: {e}")))?;
-    packages_without_ffi(&meta).ok_or_else(|| Error::msg("cargo metadata: no resolve graph, or no wire or FFI crate in it"))
-}
-
-/// [`without_ffi`]'s reading of `cargo metadata`: the workspace members whose dependency
-/// closure (every kind: dev-dependencies build with `--all-targets`) has the wire crate and not
-/// the FFI crate.
-fn packages_without_ffi(meta: &serde_json::Value) -> Option<Vec<String>> {
-    use std::collections::{HashMap, HashSet};
-    let name: HashMap<&str, &str> =
-        meta["packages"].as_array()?.iter().filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?))).collect();
-    let id = |wanted: &str| name.iter().find(|(_, n)| **n == wanted).map(|(id, _)| *id);
-    let (wire, ffi) = (id("acp-inject-wire")?, id("acp-inject-ffi")?);
-    let deps: HashMap<&str, Vec<&str>> = meta["resolve"]["nodes"]
-        .as_array()?
-        .iter()
-        .filter_map(|n| Some((n["id"].as_str()?, n["dependencies"].as_array()?.iter().filter_map(|d| d.as_str()).collect())))
-        .collect();
-    fn closure<'a>(deps: &HashMap<&'a str, Vec<&'a str>>, from: &'a str) -> HashSet<&'a str> {
-        let (mut seen, mut todo) = (HashSet::from([from]), vec![from]);
-        while let Some(next) = todo.pop() {
-            for d in deps.get(next).into_iter().flatten() {
-                if seen.insert(*d) {
-                    todo.push(*d);
-                }
-            }
-        }
-        seen
-    }
-    let mut names: Vec<String> = meta["workspace_members"]
-        .as_array()?
-        .iter()
-        .filter_map(|m| m.as_str())
-        .filter(|m| {
-            let c = closure(&deps, m);
-            c.contains(wire) && !c.contains(ffi)
-        })
-        .filter_map(|m| name.get(m).map(|n| (*n).to_owned()))
-        .collect();
-    names.sort();
-    Some(names)
-}
-
-/// The packages without the FFI crate checked against the `#[non_exhaustive]` wire structs
-/// ([`without_ffi`]), then `cargo test --workspace` with a private PostgreSQL server (the
-/// PostgreSQL store's tests create their databases on it), then the vectors.
+/// `cargo test --workspace` with a private PostgreSQL server (the PostgreSQL store's tests
+/// create their databases on it), then the vectors.
 fn rust() -> Row {
-    let packages = match without_ffi() {
-        Ok(p) => p,
-        Err(e) => return Row::failed(e),
-    };
-    let mut check = Command::new(cargo());
-    check.args(["check", "--all-targets"]).args(packages.iter().flat_map(|p| ["-p", p.as_str()]));
-    let checked = gate(&mut check, "cargo check without the FFI crate failed (a wire struct built with a struct literal?)");
-    if !checked.ok {
-        return checked;
-    }
     let server = match acp_inject_postgres_harness::start() {
         Ok(s) => s,
         Err(e) => return Row::failed(format!("PostgreSQL: {e}")),
@@ -1120,25 +1059,6 @@ fn print_summary(rows: &[(Stage, Row, f64)], total: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_packages_checked_without_ffi_come_from_the_dependency_graph() {
-        let meta = serde_json::json!({
-            "packages": [
-                { "id": "w", "name": "acp-inject-wire" }, { "id": "c", "name": "acp-inject-core" },
-                { "id": "f", "name": "acp-inject-ffi" }, { "id": "t", "name": "tool-with-ffi-tests" },
-                { "id": "x", "name": "no-wire" }, { "id": "s", "name": "serde" }
-            ],
-            "workspace_members": ["w", "c", "f", "t", "x"],
-            "resolve": { "nodes": [
-                { "id": "w", "dependencies": ["s"] }, { "id": "c", "dependencies": ["w"] },
-                { "id": "f", "dependencies": ["c"] }, { "id": "t", "dependencies": ["c", "f"] },
-                { "id": "x", "dependencies": ["s"] }, { "id": "s", "dependencies": [] }
-            ] }
-        });
-        assert_eq!(packages_without_ffi(&meta), Some(vec!["acp-inject-core".to_owned(), "acp-inject-wire".to_owned()]));
-        assert_eq!(packages_without_ffi(&serde_json::json!({})), None);
-    }
 
     #[test]
     fn reads_the_vector_runners_closing_line() {

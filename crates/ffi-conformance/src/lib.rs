@@ -24,91 +24,111 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use acp_inject_conformance::{AgentSetup, ClientCall, ClientSetup, Instruction, Mismatch, SetupConnection, Side};
-use acp_inject_core::agent::{AgentConfig, ConnId, ConnectionRole, HistoryEntry, HostError, Output, RuntimeEvent};
-use acp_inject_core::client::{CallRejected, Event, ItemStatus, MirrorSnapshot, SteerFallback};
-use acp_inject_core::wire::{ContentBlock, InjectCapabilities, InjectMode};
-use acp_inject_ffi::{guard, lock, AcpError};
+use acp_inject_conformance::{ClientCall as Call, Instruction as Step, Mismatch, Side as CoreSide};
+use acp_inject_core::agent::{ConnId, HistoryEntry, HostError, Output};
+use acp_inject_core::client::{CallRejected, Event, ItemStatus, MirrorSnapshot};
+use acp_inject_ffi::{arg, guard, lock, out, AcpError, FfiError};
 
 uniffi::setup_scaffolding!();
 
-// acp-inject-ffi's declarations of the core's types, used here as external types: the bindings
-// of this component refer to acp-inject-ffi's classes, never to copies of them.
-uniffi::use_remote_type!(acp_inject_ffi::AgentConfig);
-uniffi::use_remote_type!(acp_inject_ffi::ConnId);
-uniffi::use_remote_type!(acp_inject_ffi::ConnectionRole);
-uniffi::use_remote_type!(acp_inject_ffi::HistoryEntry);
-uniffi::use_remote_type!(acp_inject_ffi::HostError);
-uniffi::use_remote_type!(acp_inject_ffi::Output);
-uniffi::use_remote_type!(acp_inject_ffi::RuntimeEvent);
-uniffi::use_remote_type!(acp_inject_ffi::CallRejected);
-uniffi::use_remote_type!(acp_inject_ffi::Event);
-uniffi::use_remote_type!(acp_inject_ffi::ItemStatus);
-uniffi::use_remote_type!(acp_inject_ffi::MirrorSnapshot);
-uniffi::use_remote_type!(acp_inject_ffi::SteerFallback);
-uniffi::use_remote_type!(acp_inject_ffi::ContentBlock);
-uniffi::use_remote_type!(acp_inject_ffi::InjectCapabilities);
-uniffi::use_remote_type!(acp_inject_ffi::InjectMode);
-
-// ----- the engine's own types -----
+// ----- the engine's own types: records whose values are in the boundary encoding -----
+//
+// The drivers hand the engine what the language's own API returned, encoded again by the
+// language's generated encoder (so the values go through both directions of every binding's
+// codec), and decode what the engine gives them with its decoder.
 
 /// Which side of the protocol a vector drives.
-#[uniffi::remote(Enum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
 pub enum Side {
     Agent,
     Client,
 }
 
 /// How to set up the agent for an agent-side vector.
-#[uniffi::remote(Record)]
+#[derive(Debug, Clone, uniffi::Record)]
 pub struct AgentSetup {
-    pub config: AgentConfig,
+    /// An `AgentConfig`, encoded.
+    pub config: Vec<u8>,
     pub session: String,
     pub cwd: String,
     pub connections: Vec<SetupConnection>,
 }
 
 /// A connection of an agent-side vector's setup.
-#[uniffi::remote(Record)]
+#[derive(Debug, Clone, uniffi::Record)]
 pub struct SetupConnection {
-    pub id: ConnId,
-    pub role: ConnectionRole,
+    pub id: String,
+    /// A `ConnectionRole`, encoded.
+    pub role: Vec<u8>,
 }
 
 /// How to set up the client for a client-side vector.
-#[uniffi::remote(Record)]
+#[derive(Debug, Clone, uniffi::Record)]
 pub struct ClientSetup {
     pub session: String,
-    pub capabilities: Option<InjectCapabilities>,
+    /// An optional `InjectCapabilities`, encoded.
+    pub capabilities: Vec<u8>,
     pub protocol_version: u16,
-    pub steer_fallback: Option<SteerFallback>,
+    /// An optional `SteerFallback`, encoded.
+    pub steer_fallback: Vec<u8>,
 }
 
-/// A call of the client API.
-#[uniffi::remote(Enum)]
+/// A call of the client API (content: a list of `ContentBlock`, mode: an `InjectMode`, encoded).
+#[derive(Debug, Clone, uniffi::Enum)]
 pub enum ClientCall {
-    Prompt { session: String, content: Vec<ContentBlock> },
-    Inject { session: String, mode: InjectMode, content: Vec<ContentBlock> },
+    Prompt { session: String, content: Vec<u8> },
+    Inject { session: String, mode: Vec<u8>, content: Vec<u8> },
     Revoke { session: String, message_id: String },
-    Replace { session: String, message_id: String, content: Vec<ContentBlock> },
+    Replace { session: String, message_id: String, content: Vec<u8> },
     Cancel { session: String },
     Status { session: String },
     Close { session: String },
     Resume { session: String, cwd: String, replay: bool },
 }
 
-/// What a conformance driver must do next.
-#[uniffi::remote(Enum)]
+/// What a conformance driver must do next (event: a `RuntimeEvent`, encoded).
+#[derive(Debug, Clone, uniffi::Enum)]
 pub enum Instruction {
-    ClientLine { connection: ConnId, line: String },
-    Runtime { session: String, event: RuntimeEvent },
+    ClientLine { connection: String, line: String },
+    Runtime { session: String, event: Vec<u8> },
     Expect,
     ExpectHistory { session: String },
-    Call(ClientCall),
+    Call { call: ClientCall },
     Receive { line: String },
     ExpectState { session: String },
     ExpectSent,
     ExpectItem { session: String, message_id: String },
+}
+
+impl From<Call> for ClientCall {
+    fn from(c: Call) -> Self {
+        match c {
+            Call::Prompt { session, content } => ClientCall::Prompt { session, content: out(&content) },
+            Call::Inject { session, mode, content } => ClientCall::Inject { session, mode: out(&mode), content: out(&content) },
+            Call::Revoke { session, message_id } => ClientCall::Revoke { session, message_id },
+            Call::Replace { session, message_id, content } => ClientCall::Replace { session, message_id, content: out(&content) },
+            Call::Cancel { session } => ClientCall::Cancel { session },
+            Call::Status { session } => ClientCall::Status { session },
+            Call::Close { session } => ClientCall::Close { session },
+            Call::Resume { session, cwd, replay } => ClientCall::Resume { session, cwd, replay },
+        }
+    }
+}
+
+impl From<Step> for Instruction {
+    fn from(s: Step) -> Self {
+        match s {
+            Step::ClientLine { connection, line } => Instruction::ClientLine { connection: connection.into(), line },
+            Step::Runtime { session, event } => Instruction::Runtime { session, event: out(&event) },
+            Step::Expect => Instruction::Expect,
+            Step::ExpectHistory { session } => Instruction::ExpectHistory { session },
+            Step::Call(call) => Instruction::Call { call: call.into() },
+            Step::Receive { line } => Instruction::Receive { line },
+            Step::ExpectState { session } => Instruction::ExpectState { session },
+            Step::ExpectSent => Instruction::ExpectSent,
+            Step::ExpectItem { session, message_id } => Instruction::ExpectItem { session, message_id },
+        }
+    }
 }
 
 // ----- the engine -----
@@ -129,14 +149,27 @@ pub struct VectorRun {
 impl VectorRun {
     /// Parses a vector (its JSON text).
     #[uniffi::constructor]
-    pub fn new(vector_json: String) -> Result<Arc<Self>, AcpError> {
+    pub fn new(vector_json: String) -> Result<Arc<Self>, FfiError> {
         guard(|| {
             let run = acp_inject_conformance::VectorRun::new(&vector_json).map_err(mismatch)?;
-            let value: serde_json::Value =
-                serde_json::from_str(&vector_json).map_err(|e| AcpError::InvalidInput { detail: e.to_string() })?;
+            let value: serde_json::Value = serde_json::from_str(&vector_json).map_err(AcpError::invalid)?;
             let (agent, client) = match run.side() {
-                Side::Agent => (Some(acp_inject_conformance::agent_setup(&value).map_err(mismatch)?), None),
-                Side::Client => (None, Some(acp_inject_conformance::client_setup(&value).map_err(mismatch)?)),
+                CoreSide::Agent => {
+                    let a = acp_inject_conformance::agent_setup(&value).map_err(mismatch)?;
+                    let connections =
+                        a.connections.into_iter().map(|c| SetupConnection { id: c.id.into(), role: out(&c.role) }).collect();
+                    (Some(AgentSetup { config: out(&a.config), session: a.session, cwd: a.cwd, connections }), None)
+                }
+                CoreSide::Client => {
+                    let c = acp_inject_conformance::client_setup(&value).map_err(mismatch)?;
+                    let setup = ClientSetup {
+                        session: c.session,
+                        capabilities: out(&c.capabilities),
+                        protocol_version: c.protocol_version,
+                        steer_fallback: out(&c.steer_fallback),
+                    };
+                    (None, Some(setup))
+                }
             };
             Ok(Arc::new(VectorRun { run: Mutex::new(run), agent, client }))
         })
@@ -149,7 +182,10 @@ impl VectorRun {
 
     /// Which side it drives.
     pub fn side(&self) -> Side {
-        lock(&self.run).side()
+        match lock(&self.run).side() {
+            CoreSide::Agent => Side::Agent,
+            CoreSide::Client => Side::Client,
+        }
     }
 
     /// The agent setup of an agent-side vector.
@@ -164,31 +200,40 @@ impl VectorRun {
 
     /// The next instruction, or `None` when done (then drain once more and report with
     /// `check_outputs`).
-    pub fn next(&self) -> Result<Option<Instruction>, AcpError> {
-        guard(|| lock(&self.run).next_instruction().map_err(mismatch))
+    pub fn next(&self) -> Result<Option<Instruction>, FfiError> {
+        guard(|| Ok(lock(&self.run).next_instruction().map_err(mismatch)?.map(Instruction::from)))
     }
 
-    /// Reports a runtime event's result: `None` if accepted, else the host error.
-    pub fn record_runtime_result(&self, host_error: Option<HostError>) -> Result<(), AcpError> {
-        guard(|| lock(&self.run).record_runtime_result(host_error.as_ref().map(HostError::kind)).map_err(mismatch))
-    }
-
-    /// Reports the outputs drained, with the connections attached to each live session.
-    pub fn check_outputs(&self, outputs: Vec<Output>, attached: HashMap<String, Vec<ConnId>>) -> Result<(), AcpError> {
+    /// Reports a runtime event's result: `host_error` is an optional `HostError`, encoded
+    /// (absent if the event was accepted).
+    pub fn record_runtime_result(&self, host_error: Vec<u8>) -> Result<(), FfiError> {
         guard(|| {
-            let attached: BTreeMap<String, Vec<ConnId>> = attached.into_iter().collect();
+            let error = arg::<Option<HostError>>(&host_error, "host_error")?;
+            lock(&self.run).record_runtime_result(error.as_ref().map(HostError::kind)).map_err(mismatch)
+        })
+    }
+
+    /// Reports the outputs drained (a list of `Output`, encoded), with the connections attached
+    /// to each live session.
+    pub fn check_outputs(&self, outputs: Vec<u8>, attached: HashMap<String, Vec<String>>) -> Result<(), FfiError> {
+        guard(|| {
+            let outputs = arg::<Vec<Output>>(&outputs, "outputs")?;
+            let attached: BTreeMap<String, Vec<ConnId>> =
+                attached.into_iter().map(|(s, cs)| (s, cs.into_iter().map(ConnId::from).collect())).collect();
             lock(&self.run).check_outputs(&outputs, &attached).map_err(mismatch)
         })
     }
 
-    /// Reports a session's history.
-    pub fn check_history(&self, history: Vec<HistoryEntry>) -> Result<(), AcpError> {
-        guard(|| lock(&self.run).check_history(&history).map_err(mismatch))
+    /// Reports a session's history (a list of `HistoryEntry`, encoded).
+    pub fn check_history(&self, history: Vec<u8>) -> Result<(), FfiError> {
+        guard(|| lock(&self.run).check_history(&arg::<Vec<HistoryEntry>>(&history, "history")?).map_err(mismatch))
     }
 
-    /// Reports a call's result (`None` when it was sent) and the lines it sent.
-    pub fn check_call(&self, rejected: Option<CallRejected>, sent: Vec<String>) -> Result<(), AcpError> {
+    /// Reports a call's result (`rejected`: an optional `CallRejected`, encoded; absent when it
+    /// was sent) and the lines it sent.
+    pub fn check_call(&self, rejected: Vec<u8>, sent: Vec<String>) -> Result<(), FfiError> {
         guard(|| {
+            let rejected = arg::<Option<CallRejected>>(&rejected, "rejected")?;
             let result = match &rejected {
                 None => Ok(()),
                 Some(r) => Err(r),
@@ -198,26 +243,26 @@ impl VectorRun {
     }
 
     /// Reports the lines the client sent since the last call (`expectSent`).
-    pub fn check_sent(&self, sent: Vec<String>) -> Result<(), AcpError> {
+    pub fn check_sent(&self, sent: Vec<String>) -> Result<(), FfiError> {
         guard(|| lock(&self.run).check_sent(&sent).map_err(mismatch))
     }
 
-    /// Reports the events a received line caused.
-    pub fn record_events(&self, events: Vec<Event>) -> Result<(), AcpError> {
+    /// Reports the events a received line caused (a list of `Event`, encoded).
+    pub fn record_events(&self, events: Vec<u8>) -> Result<(), FfiError> {
         guard(|| {
-            lock(&self.run).record_events(&events);
+            lock(&self.run).record_events(&arg::<Vec<Event>>(&events, "events")?);
             Ok(())
         })
     }
 
-    /// Reports a session's snapshot.
-    pub fn check_state(&self, snapshot: Option<MirrorSnapshot>) -> Result<(), AcpError> {
-        guard(|| lock(&self.run).check_state(snapshot.as_ref()).map_err(mismatch))
+    /// Reports a session's snapshot (an optional `MirrorSnapshot`, encoded).
+    pub fn check_state(&self, snapshot: Vec<u8>) -> Result<(), FfiError> {
+        guard(|| lock(&self.run).check_state(arg::<Option<MirrorSnapshot>>(&snapshot, "snapshot")?.as_ref()).map_err(mismatch))
     }
 
-    /// Reports an item's status.
-    pub fn check_item(&self, status: Option<ItemStatus>) -> Result<(), AcpError> {
-        guard(|| lock(&self.run).check_item(status).map_err(mismatch))
+    /// Reports an item's status (an optional `ItemStatus`, encoded).
+    pub fn check_item(&self, status: Vec<u8>) -> Result<(), FfiError> {
+        guard(|| lock(&self.run).check_item(arg::<Option<ItemStatus>>(&status, "status")?).map_err(mismatch))
     }
 }
 
@@ -235,7 +280,7 @@ mod tests {
     /// mismatch, and a vector replayed to the end with the right outputs passes.
     #[test]
     fn a_vector_replays_through_the_exported_engine() {
-        assert!(matches!(VectorRun::new("{not json".into()), Err(AcpError::Mismatch { .. })));
+        assert!(matches!(VectorRun::new("{not json".into()).map_err(AcpError::from), Err(AcpError::Mismatch { .. })));
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec/vectors/agent");
         let text = std::fs::read_to_string(dir.join("steer-delivered-at-tool-result.json")).expect("the vector");
         let run = VectorRun::new(text).expect("a valid vector");

@@ -1,14 +1,17 @@
 //! `ClientCore`: the sans-IO client connection for hosts that run their own I/O, and the
 //! fastest per-line path (one crossing per line or per read, events returned in bulk).
+//!
+//! Values cross encoded (`crate::codec`): the encoded argument's type is named in each method's
+//! docs, and so is the result's.
 
 use std::sync::{Arc, Mutex};
 
-use acp_inject_core::client::{ClientConnection, Event, ItemStatus, MirrorSnapshot, SessionMirror, SteerFallback};
+use acp_inject_core::client::{ClientConnection, Event, SessionMirror, SteerFallback};
 use acp_inject_core::wire::{
     ContentBlock, Implementation, InjectCapabilities, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome, SessionId,
 };
 
-use crate::{guard, lock, AcpError};
+use crate::{arg, guard, lock, out, AcpError, FfiError};
 
 /// One client connection to an agent, without I/O: calls queue lines to send, received bytes
 /// produce events.
@@ -33,6 +36,10 @@ impl ClientCore {
         c.receive_bytes(bytes);
         c.take_events()
     }
+
+    fn call<T>(&self, f: impl FnOnce(&mut ClientConnection) -> Result<T, AcpError>) -> Result<T, FfiError> {
+        guard(|| f(&mut lock(&self.inner)))
+    }
 }
 
 #[uniffi::export]
@@ -52,36 +59,37 @@ impl ClientCore {
         Arc::new(ClientCore { inner: Mutex::new(ClientConnection::new(limit)) })
     }
 
-    /// `initialize`; `pending_updates` opts into the pending-list extension.
-    pub fn initialize(&self, client: Implementation, pending_updates: bool) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).initialize(client, pending_updates)))
+    /// `initialize` as `client` (an `Implementation`); `pending_updates` opts into the
+    /// pending-list extension. The request's id (a `RequestId`).
+    pub fn initialize(&self, client: Vec<u8>, pending_updates: bool) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.initialize(arg::<Implementation>(&client, "client")?, pending_updates))))
     }
 
-    /// Takes the agent's inject capabilities as known, without `initialize`. They are taken as
-    /// an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
-    /// as ACP PR #2043 allows).
-    pub fn assume_capabilities(&self, inject: Option<InjectCapabilities>) -> Result<(), AcpError> {
-        guard(|| {
-            lock(&self.inner).assume_capabilities(inject);
+    /// Takes the agent's inject capabilities (an optional `InjectCapabilities`) as known,
+    /// without `initialize`, tolerantly as an `initialize` answer's (a `steer` without
+    /// `steerInStream` is accepted, as ACP PR #2043 allows).
+    pub fn assume_capabilities(&self, inject: Vec<u8>) -> Result<(), FfiError> {
+        self.call(|c| {
+            c.assume_capabilities(arg::<Option<InjectCapabilities>>(&inject, "inject")?);
             Ok(())
         })
     }
 
-    /// Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
-    /// `initialize`. A version 1 agent takes no injects: this client holds queued messages
-    /// for it (C-HELD-1).
-    pub fn assume_agent(&self, protocol_version: u16, inject: Option<InjectCapabilities>) -> Result<(), AcpError> {
-        guard(|| {
-            lock(&self.inner).assume_agent(protocol_version, inject);
+    /// Takes the agent's protocol version (1 or 2) and inject capabilities (an optional
+    /// `InjectCapabilities`) as known, without `initialize`. A version 1 agent takes no
+    /// injects: this client holds queued messages for it (C-HELD-1).
+    pub fn assume_agent(&self, protocol_version: u16, inject: Vec<u8>) -> Result<(), FfiError> {
+        self.call(|c| {
+            c.assume_agent(protocol_version, arg::<Option<InjectCapabilities>>(&inject, "inject")?);
             Ok(())
         })
     }
 
-    /// What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
-    /// with `CallRejected.SteerNotSupported`.
-    pub fn set_steer_fallback(&self, fallback: Option<SteerFallback>) -> Result<(), AcpError> {
-        guard(|| {
-            lock(&self.inner).set_steer_fallback(fallback);
+    /// What to do with a steer when the agent takes no injects (an optional `SteerFallback`,
+    /// C-HELD-3); absent refuses it with `CallRejected.SteerNotSupported`.
+    pub fn set_steer_fallback(&self, fallback: Vec<u8>) -> Result<(), FfiError> {
+        self.call(|c| {
+            c.set_steer_fallback(arg::<Option<SteerFallback>>(&fallback, "fallback")?);
             Ok(())
         })
     }
@@ -92,145 +100,133 @@ impl ClientCore {
     }
 
     /// Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
-    pub fn open_session(&self, session_id: String, mirror_json: Option<String>) -> Result<(), AcpError> {
-        guard(|| {
+    pub fn open_session(&self, session_id: String, mirror_json: Option<String>) -> Result<(), FfiError> {
+        self.call(|c| {
             let mirror = mirror_json.map(|j| SessionMirror::from_json(&j)).transpose().map_err(AcpError::invalid)?;
-            lock(&self.inner).open_session(&SessionId(session_id), mirror);
+            c.open_session(&SessionId(session_id), mirror);
             Ok(())
         })
     }
 
     /// A session's mirror as JSON, for an app that restarts without resuming.
-    pub fn mirror_json(&self, session_id: String) -> Result<Option<String>, AcpError> {
-        guard(|| Ok(lock(&self.inner).mirror(&SessionId(session_id)).map(SessionMirror::to_json)))
+    pub fn mirror_json(&self, session_id: String) -> Result<Option<String>, FfiError> {
+        self.call(|c| Ok(c.mirror(&SessionId(session_id)).map(SessionMirror::to_json)))
     }
 
-    /// `session/new`.
-    pub fn new_session(
-        &self,
-        cwd: String,
-        additional_directories: Vec<String>,
-        mcp_servers: Vec<McpServer>,
-    ) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).new_session(&cwd, additional_directories, mcp_servers)))
+    /// `session/new` with `mcp_servers` (a list of `McpServer`); the request's id.
+    pub fn new_session(&self, cwd: String, additional_directories: Vec<String>, mcp_servers: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.new_session(&cwd, additional_directories, arg::<Vec<McpServer>>(&mcp_servers, "mcp_servers")?))))
     }
 
-    /// `session/list`.
-    pub fn list_sessions(&self, cwd: Option<String>, cursor: Option<String>) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).list_sessions(cwd.as_deref(), cursor.as_deref())))
+    /// `session/list`; the request's id.
+    pub fn list_sessions(&self, cwd: Option<String>, cursor: Option<String>) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.list_sessions(cwd.as_deref(), cursor.as_deref()))))
     }
 
-    /// `session/resume`.
-    pub fn resume(&self, session_id: String, cwd: String, replay: bool) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).resume(&SessionId(session_id), &cwd, replay, Vec::new(), Vec::new())))
+    /// `session/resume`; the request's id.
+    pub fn resume(&self, session_id: String, cwd: String, replay: bool) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.resume(&SessionId(session_id), &cwd, replay, Vec::new(), Vec::new()))))
     }
 
-    /// `session/prompt`.
-    pub fn prompt(&self, session_id: String, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).prompt(&SessionId(session_id), content)?))
+    /// `session/prompt` of `content` (a list of `ContentBlock`); the request's id.
+    pub fn prompt(&self, session_id: String, content: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.prompt(&SessionId(session_id), arg::<Vec<ContentBlock>>(&content, "content")?)?)))
     }
 
-    /// `session/inject`.
-    pub fn inject(&self, session_id: String, mode: InjectMode, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).inject(&SessionId(session_id), mode, content)?))
+    /// `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`);
+    /// the request's id.
+    pub fn inject(&self, session_id: String, mode: Vec<u8>, content: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| {
+            let mode = arg::<InjectMode>(&mode, "mode")?;
+            Ok(out(&c.inject(&SessionId(session_id), mode, arg::<Vec<ContentBlock>>(&content, "content")?)?))
+        })
     }
 
-    /// `session/revoke_inject`.
-    pub fn revoke(&self, session_id: String, message_id: String) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).revoke(&SessionId(session_id), &MessageId(message_id))?))
+    /// `session/revoke_inject`; the request's id.
+    pub fn revoke(&self, session_id: String, message_id: String) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.revoke(&SessionId(session_id), &MessageId(message_id))?)))
     }
 
-    /// `session/replace_inject`.
-    pub fn replace(&self, session_id: String, message_id: String, content: Vec<ContentBlock>) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).replace(&SessionId(session_id), &MessageId(message_id), content)?))
+    /// `session/replace_inject` with `content` (a list of `ContentBlock`); the request's id.
+    pub fn replace(&self, session_id: String, message_id: String, content: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| {
+            let content = arg::<Vec<ContentBlock>>(&content, "content")?;
+            Ok(out(&c.replace(&SessionId(session_id), &MessageId(message_id), content)?))
+        })
     }
 
     /// `session/cancel`.
-    pub fn cancel(&self, session_id: String) -> Result<(), AcpError> {
-        guard(|| {
-            lock(&self.inner).cancel(&SessionId(session_id));
+    pub fn cancel(&self, session_id: String) -> Result<(), FfiError> {
+        self.call(|c| {
+            c.cancel(&SessionId(session_id));
             Ok(())
         })
     }
 
-    /// `session/close`.
-    pub fn close(&self, session_id: String) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).close(&SessionId(session_id))))
+    /// `session/close`; the request's id.
+    pub fn close(&self, session_id: String) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.close(&SessionId(session_id)))))
     }
 
-    /// `session/status`.
-    pub fn status(&self, session_id: String) -> Result<RequestId, AcpError> {
-        guard(|| Ok(lock(&self.inner).status(&SessionId(session_id))))
+    /// `session/status`; the request's id.
+    pub fn status(&self, session_id: String) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.status(&SessionId(session_id)))))
     }
 
-    /// Answers an open `session/request_permission`.
-    pub fn answer_permission(&self, request: RequestId, outcome: RequestPermissionOutcome) -> Result<(), AcpError> {
-        guard(|| Ok(lock(&self.inner).answer_permission(&request, outcome)?))
-    }
-
-    /// Applies one line from the agent and returns the events it caused (the per-line path:
-    /// one crossing per line).
-    pub fn receive(&self, line: String) -> Result<Vec<Event>, AcpError> {
-        guard(|| Ok(self.receive_events(&line)))
-    }
-
-    /// Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
-    /// path: one crossing per read).
-    pub fn receive_bytes(&self, bytes: Vec<u8>) -> Result<Vec<Event>, AcpError> {
-        guard(|| {
-            let mut c = lock(&self.inner);
-            c.receive_bytes(&bytes);
-            Ok(c.take_events())
+    /// Answers the open `session/request_permission` `request` (a `RequestId`) with `outcome`
+    /// (a `RequestPermissionOutcome`).
+    pub fn answer_permission(&self, request: Vec<u8>, outcome: Vec<u8>) -> Result<(), FfiError> {
+        self.call(|c| {
+            let request = arg::<RequestId>(&request, "request")?;
+            Ok(c.answer_permission(&request, arg::<RequestPermissionOutcome>(&outcome, "outcome")?)?)
         })
     }
 
-    /// Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
-    /// Rust buffer first: the cheapest call for a reader that hands over each line (or read)
-    /// as it comes, e.g. Python's `bytes` from `readline()`.
-    pub fn feed(&self, bytes: &[u8]) -> Result<Vec<Event>, AcpError> {
-        guard(|| Ok(self.feed_events(bytes)))
+    /// Applies one line from the agent; the events it caused (a list of `Event`).
+    pub fn receive(&self, line: String) -> Result<Vec<u8>, FfiError> {
+        guard(|| Ok(out(&self.receive_events(&line))))
     }
 
-    /// Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
-    pub fn receive_text(&self, text: String) -> Result<Vec<Event>, AcpError> {
-        guard(|| {
-            let mut c = lock(&self.inner);
-            c.receive_bytes(text.as_bytes());
-            Ok(c.take_events())
-        })
+    /// Applies bytes the agent wrote, in any chunking; the events (a list of `Event`).
+    pub fn feed(&self, bytes: &[u8]) -> Result<Vec<u8>, FfiError> {
+        guard(|| Ok(out(&self.feed_events(bytes))))
     }
 
-    /// The agent's output ended: a last line without a newline is still read.
-    pub fn finish(&self) -> Result<Vec<Event>, AcpError> {
-        guard(|| {
-            let mut c = lock(&self.inner);
+    /// Like [`ClientCore::feed`] for text (a string crosses as one copy).
+    pub fn receive_text(&self, text: String) -> Result<Vec<u8>, FfiError> {
+        guard(|| Ok(out(&self.feed_events(text.as_bytes()))))
+    }
+
+    /// The agent's output ended: a last line without a newline is still read. The events.
+    pub fn finish(&self) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| {
             c.finish();
-            Ok(c.take_events())
+            Ok(out(&c.take_events()))
         })
     }
 
     /// Every line to send to the agent, in order.
-    pub fn take_outgoing(&self) -> Result<Vec<String>, AcpError> {
-        guard(|| Ok(lock(&self.inner).take_outgoing()))
+    pub fn take_outgoing(&self) -> Result<Vec<String>, FfiError> {
+        self.call(|c| Ok(c.take_outgoing()))
     }
 
     /// Every event not yet returned (calls queue events too: an item is `sending`).
-    pub fn take_events(&self) -> Result<Vec<Event>, AcpError> {
-        guard(|| Ok(lock(&self.inner).take_events()))
+    pub fn take_events(&self) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.take_events())))
     }
 
-    /// Everything a UI renders for a session.
-    pub fn snapshot(&self, session_id: String) -> Result<Option<MirrorSnapshot>, AcpError> {
-        guard(|| Ok(lock(&self.inner).mirror(&SessionId(session_id)).map(|m| m.snapshot())))
+    /// Everything a UI renders for a session (an optional `MirrorSnapshot`).
+    pub fn snapshot(&self, session_id: String) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.mirror(&SessionId(session_id)).map(|m| m.snapshot()))))
     }
 
-    /// The status of one of this client's items.
-    pub fn item_status(&self, session_id: String, message_id: String) -> Result<Option<ItemStatus>, AcpError> {
-        guard(|| Ok(lock(&self.inner).mirror(&SessionId(session_id)).and_then(|m| m.item_status(&MessageId(message_id)))))
+    /// The status of one of this client's items (an optional `ItemStatus`).
+    pub fn item_status(&self, session_id: String, message_id: String) -> Result<Vec<u8>, FfiError> {
+        self.call(|c| Ok(out(&c.mirror(&SessionId(session_id)).and_then(|m| m.item_status(&MessageId(message_id))))))
     }
 
     /// Lines dropped (malformed, oversized, answers to no request), counted.
-    pub fn ignored_lines(&self) -> Result<u64, AcpError> {
-        guard(|| Ok(lock(&self.inner).ignored_lines()))
+    pub fn ignored_lines(&self) -> Result<u64, FfiError> {
+        self.call(|c| Ok(c.ignored_lines()))
     }
 }

@@ -6,17 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_inject_core::client::{MirrorSnapshot, SteerFallback};
-use acp_inject_core::wire::{
-    ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
-    SessionId, SessionInfo, SessionStatusResponse,
-};
-use acp_inject_transport::{ConnectOptions as Options, SessionActivity};
+use acp_inject_core::client::SteerFallback;
+use acp_inject_core::wire::{ContentBlock, Implementation, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome, SessionId, SessionInfo};
+use acp_inject_transport::ConnectOptions as Options;
 
-use crate::{guard, on_runtime, AcpError};
+use crate::{arg, guard, on_runtime, out, AcpError, FfiError};
 
-/// How `connect` starts and talks to an agent.
-#[derive(Debug, Clone, uniffi::Record)]
+/// How `connect` starts and talks to an agent (the value model's `ConnectOptions`).
+#[derive(Debug, Clone)]
 pub struct ConnectOptions {
     /// This client, as `initialize` announces it.
     pub client: Implementation,
@@ -32,24 +29,7 @@ pub struct ConnectOptions {
     pub forward_stderr: bool,
     /// What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
     /// without `session.inject`): `None` refuses it with `CallRejected.SteerNotSupported`.
-    #[uniffi(default = None)]
     pub steer_fallback: Option<SteerFallback>,
-}
-
-/// The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
-/// forwarded.
-#[uniffi::export]
-pub fn default_connect_options() -> ConnectOptions {
-    let o = Options::default();
-    ConnectOptions {
-        client: o.client,
-        pending_updates: o.pending_updates,
-        max_line_bytes: o.max_line_bytes as u64,
-        handshake_timeout_ms: o.handshake_timeout.as_millis() as u64,
-        close_grace_ms: o.close_grace.as_millis() as u64,
-        forward_stderr: o.forward_stderr,
-        steer_fallback: o.steer_fallback,
-    }
 }
 
 impl From<ConnectOptions> for Options {
@@ -67,7 +47,7 @@ impl From<ConnectOptions> for Options {
 }
 
 /// One page of `session/list`.
-#[derive(Debug, Clone, uniffi::Record)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionPage {
     /// Newest first.
     pub sessions: Vec<SessionInfo>,
@@ -75,12 +55,17 @@ pub struct SessionPage {
     pub next_cursor: Option<String>,
 }
 
-/// Starts `command` (program and arguments) and connects to it over its stdio; `initialize`
-/// is exchanged before this returns.
+fn options(bytes: &[u8]) -> Result<Options, AcpError> {
+    Ok(arg::<ConnectOptions>(bytes, "options")?.into())
+}
+
+/// Starts `command` (program and arguments) and connects to it over its stdio, with `options`
+/// (a `ConnectOptions`); `initialize` is exchanged before this returns.
 #[uniffi::export]
-pub async fn connect(command: Vec<String>, options: ConnectOptions) -> Result<Arc<Connection>, AcpError> {
+pub async fn connect(command: Vec<String>, options: Vec<u8>) -> Result<Arc<Connection>, FfiError> {
+    let options = self::options(&options).map_err(FfiError::from)?;
     on_runtime(async move {
-        let inner = acp_inject_transport::Connection::spawn(&command, options.into()).await?;
+        let inner = acp_inject_transport::Connection::spawn(&command, options).await?;
         Ok(Arc::new(Connection { inner }))
     })
     .await
@@ -93,13 +78,14 @@ pub async fn connect(command: Vec<String>, options: ConnectOptions) -> Result<Ar
 /// network drops, calls fail with `AcpError.Disconnected`: connect again and `resume` each
 /// session with replay (its turns went on in the agent).
 #[uniffi::export]
-pub async fn connect_url(url: String, bearer_token: Option<String>, options: ConnectOptions) -> Result<Arc<Connection>, AcpError> {
+pub async fn connect_url(url: String, bearer_token: Option<String>, options: Vec<u8>) -> Result<Arc<Connection>, FfiError> {
+    let options = self::options(&options).map_err(FfiError::from)?;
     on_runtime(async move {
         let mut endpoint = acp_inject_remote::Endpoint::new(url);
         if let Some(token) = &bearer_token {
             endpoint = endpoint.bearer(token);
         }
-        let inner = endpoint.connect(options.into()).await?;
+        let inner = endpoint.connect(options).await?;
         Ok(Arc::new(Connection { inner }))
     })
     .await
@@ -113,9 +99,9 @@ pub struct Connection {
 
 #[uniffi::export]
 impl Connection {
-    /// The agent's `initialize` answer.
-    pub fn agent(&self) -> InitializeResponse {
-        self.inner.agent().clone()
+    /// The agent's `initialize` answer (an `InitializeResponse`).
+    pub fn agent(&self) -> Vec<u8> {
+        out(self.inner.agent())
     }
 
     /// Lines the connection could not use, most recent last.
@@ -123,13 +109,9 @@ impl Connection {
         self.inner.ignored()
     }
 
-    /// `session/new`.
-    pub async fn new_session(
-        &self,
-        cwd: String,
-        additional_directories: Vec<String>,
-        mcp_servers: Vec<McpServer>,
-    ) -> Result<Arc<Session>, AcpError> {
+    /// `session/new` with `mcp_servers` (a list of `McpServer`).
+    pub async fn new_session(&self, cwd: String, additional_directories: Vec<String>, mcp_servers: Vec<u8>) -> Result<Arc<Session>, FfiError> {
+        let mcp_servers = arg::<Vec<McpServer>>(&mcp_servers, "mcp_servers").map_err(FfiError::from)?;
         let c = self.inner.clone();
         on_runtime(async move {
             let inner = c.new_session(&cwd, additional_directories, mcp_servers).await?;
@@ -138,18 +120,18 @@ impl Connection {
         .await
     }
 
-    /// `session/list`: one page.
-    pub async fn list_sessions(&self, cwd: Option<String>, cursor: Option<String>) -> Result<SessionPage, AcpError> {
+    /// `session/list`: one page (a `SessionPage`).
+    pub async fn list_sessions(&self, cwd: Option<String>, cursor: Option<String>) -> Result<Vec<u8>, FfiError> {
         let c = self.inner.clone();
         on_runtime(async move {
             let (sessions, next_cursor) = c.list_sessions(cwd.as_deref(), cursor.as_deref()).await?;
-            Ok(SessionPage { sessions, next_cursor })
+            Ok(out(&SessionPage { sessions, next_cursor }))
         })
         .await
     }
 
     /// `session/resume`; with `replay` the conversation is replayed into the session first.
-    pub async fn resume(&self, session_id: String, cwd: String, replay: bool) -> Result<Arc<Session>, AcpError> {
+    pub async fn resume(&self, session_id: String, cwd: String, replay: bool) -> Result<Arc<Session>, FfiError> {
         let c = self.inner.clone();
         on_runtime(async move {
             let inner = c.resume(&SessionId(session_id), &cwd, replay).await?;
@@ -159,7 +141,7 @@ impl Connection {
     }
 
     /// Closes the connection: stdin closed, a grace period, then the agent is killed.
-    pub async fn close(&self) -> Result<(), AcpError> {
+    pub async fn close(&self) -> Result<(), FfiError> {
         let c = self.inner.clone();
         on_runtime(async move {
             c.close().await;
@@ -182,67 +164,77 @@ impl Session {
         self.inner.id().0.clone()
     }
 
-    /// `session/prompt`: returns when the message is inserted, with its id.
-    pub async fn prompt(&self, content: Vec<ContentBlock>) -> Result<Option<MessageId>, AcpError> {
+    /// `session/prompt` of `content` (a list of `ContentBlock`): returns when the message is
+    /// inserted, with its id (an optional `MessageId`).
+    pub async fn prompt(&self, content: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        let content = arg::<Vec<ContentBlock>>(&content, "content").map_err(FfiError::from)?;
         let s = self.inner.clone();
-        on_runtime(async move { Ok(s.prompt(content).await?) }).await
+        on_runtime(async move { Ok(out(&s.prompt(content).await?)) }).await
     }
 
-    /// `session/inject`: returns when accepted, with the id its `user_message` will carry.
-    pub async fn inject(&self, mode: InjectMode, content: Vec<ContentBlock>) -> Result<MessageId, AcpError> {
+    /// `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`):
+    /// returns when accepted, with the id its `user_message` will carry.
+    pub async fn inject(&self, mode: Vec<u8>, content: Vec<u8>) -> Result<String, FfiError> {
+        let mode = arg::<InjectMode>(&mode, "mode").map_err(FfiError::from)?;
+        let content = arg::<Vec<ContentBlock>>(&content, "content").map_err(FfiError::from)?;
         let s = self.inner.clone();
-        on_runtime(async move { Ok(s.inject(mode, content).await?) }).await
+        on_runtime(async move { Ok(s.inject(mode, content).await?.0) }).await
     }
 
     /// `session/revoke_inject`.
-    pub async fn revoke(&self, message_id: MessageId) -> Result<(), AcpError> {
+    pub async fn revoke(&self, message_id: String) -> Result<(), FfiError> {
         let s = self.inner.clone();
-        on_runtime(async move { Ok(s.revoke(&message_id).await?) }).await
+        on_runtime(async move { Ok(s.revoke(&MessageId(message_id)).await?) }).await
     }
 
-    /// `session/replace_inject`.
-    pub async fn replace(&self, message_id: MessageId, content: Vec<ContentBlock>) -> Result<(), AcpError> {
+    /// `session/replace_inject` with `content` (a list of `ContentBlock`).
+    pub async fn replace(&self, message_id: String, content: Vec<u8>) -> Result<(), FfiError> {
+        let content = arg::<Vec<ContentBlock>>(&content, "content").map_err(FfiError::from)?;
         let s = self.inner.clone();
-        on_runtime(async move { Ok(s.replace(&message_id, content).await?) }).await
+        on_runtime(async move { Ok(s.replace(&MessageId(message_id), content).await?) }).await
     }
 
     /// `session/cancel`.
-    pub fn cancel(&self) -> Result<(), AcpError> {
+    pub fn cancel(&self) -> Result<(), FfiError> {
         guard(|| Ok(self.inner.cancel()?))
     }
 
-    /// `session/status`: `open` (with the session's state when reported) or `saved`; -32002
-    /// for a session the agent does not know.
-    pub async fn status(&self) -> Result<SessionStatusResponse, AcpError> {
+    /// `session/status` (a `SessionStatusResponse`): `open` (with the session's state when
+    /// reported) or `saved`; -32002 for a session the agent does not know.
+    pub async fn status(&self) -> Result<Vec<u8>, FfiError> {
         let s = self.inner.clone();
-        on_runtime(async move { Ok(s.status().await?) }).await
+        on_runtime(async move { Ok(out(&s.status().await?)) }).await
     }
 
     /// `session/close`.
-    pub async fn close(&self) -> Result<(), AcpError> {
+    pub async fn close(&self) -> Result<(), FfiError> {
         let s = self.inner.clone();
         on_runtime(async move { Ok(s.close().await?) }).await
     }
 
-    /// Answers an open permission request of this session.
-    pub fn answer_permission(&self, request: RequestId, outcome: RequestPermissionOutcome) -> Result<(), AcpError> {
-        guard(|| Ok(self.inner.answer_permission(&request, outcome)?))
+    /// Answers the open permission request `request` (a `RequestId`) of this session with
+    /// `outcome` (a `RequestPermissionOutcome`).
+    pub fn answer_permission(&self, request: Vec<u8>, outcome: Vec<u8>) -> Result<(), FfiError> {
+        guard(|| {
+            let request = arg::<RequestId>(&request, "request")?;
+            Ok(self.inner.answer_permission(&request, arg::<RequestPermissionOutcome>(&outcome, "outcome")?)?)
+        })
     }
 
-    /// Everything a UI renders for this session now.
-    pub fn snapshot(&self) -> Option<MirrorSnapshot> {
-        self.inner.snapshot()
+    /// Everything a UI renders for this session now (an optional `MirrorSnapshot`).
+    pub fn snapshot(&self) -> Vec<u8> {
+        out(&self.inner.snapshot())
     }
 
-    /// Waits for activity, then returns all of it (one batch per read from the agent); raises
-    /// `Disconnected` once the connection ended and nothing is left.
-    pub async fn next_events(&self) -> Result<Vec<SessionActivity>, AcpError> {
+    /// Waits for activity, then returns all of it (a list of `SessionActivity`, one batch per
+    /// read from the agent); raises `Disconnected` once the connection ended and nothing is left.
+    pub async fn next_events(&self) -> Result<Vec<u8>, FfiError> {
         let s = self.inner.clone();
-        on_runtime(async move { Ok(s.next_events().await?) }).await
+        on_runtime(async move { Ok(out(&s.next_events().await?)) }).await
     }
 
-    /// Whatever activity is queued now, without waiting.
-    pub fn take_events(&self) -> Vec<SessionActivity> {
-        self.inner.take_events()
+    /// Whatever activity is queued now, without waiting (a list of `SessionActivity`).
+    pub fn take_events(&self) -> Vec<u8> {
+        out(&self.inner.take_events())
     }
 }

@@ -1,12 +1,16 @@
-//! The one error every binding raises: typed variants, fields that are values (a reason enum,
-//! the agent's error record), never a bare string where a type exists.
+//! The one error every binding raises ([`AcpError`]: typed variants, fields that are values,
+//! never a bare string where a type exists), and how it crosses the FFI ([`FfiError`]: its
+//! message and the error in the boundary encoding, which each language decodes into its own
+//! error type, generated from the value model).
 
 use acp_inject_core::agent::{ConfigError, HostError, OpenError, RestoreError, StoreError};
 use acp_inject_core::client::{CallRejected, ProtocolError};
 use acp_inject_transport::{ServerError, TransportError, TurnError};
 
+use crate::codec;
+
 /// Every error the bindings raise.
-#[derive(Debug, Clone, PartialEq, thiserror::Error, uniffi::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AcpError {
     /// The caller's input is not valid (malformed JSON, a wrong shape, an unknown value).
     #[error("invalid input: {detail}")]
@@ -21,16 +25,20 @@ pub enum AcpError {
         error: ProtocolError,
     },
     /// The client refused the call without sending anything (C-PEND-3).
-    #[error("refused locally: {reason}")]
+    #[error("refused locally: {detail}")]
     Rejected {
         /// Why.
         reason: CallRejected,
+        /// Why, for a person.
+        detail: String,
     },
     /// A runtime event the agent core cannot apply.
-    #[error("{error}")]
+    #[error("{detail}")]
     Host {
         /// Why.
         error: HostError,
+        /// Why, for a person.
+        detail: String,
     },
     /// The agent's configuration is refused.
     #[error("invalid configuration: {detail}")]
@@ -65,20 +73,21 @@ pub enum AcpError {
 }
 
 impl AcpError {
-    pub(crate) fn invalid(e: impl std::fmt::Display) -> AcpError {
+    /// Invalid input, saying why.
+    pub fn invalid(e: impl std::fmt::Display) -> AcpError {
         AcpError::InvalidInput { detail: e.to_string() }
     }
 }
 
 impl From<HostError> for AcpError {
     fn from(error: HostError) -> Self {
-        AcpError::Host { error }
+        AcpError::Host { detail: error.to_string(), error }
     }
 }
 
 impl From<CallRejected> for AcpError {
     fn from(reason: CallRejected) -> Self {
-        AcpError::Rejected { reason }
+        AcpError::Rejected { detail: reason.to_string(), reason }
     }
 }
 
@@ -114,7 +123,7 @@ impl From<TransportError> for AcpError {
     fn from(e: TransportError) -> Self {
         match e {
             TransportError::Protocol(error) => AcpError::Protocol { error },
-            TransportError::Rejected(reason) => AcpError::Rejected { reason },
+            TransportError::Rejected(reason) => reason.into(),
             other => AcpError::Disconnected { detail: other.to_string() },
         }
     }
@@ -123,7 +132,7 @@ impl From<TransportError> for AcpError {
 impl From<TurnError> for AcpError {
     fn from(e: TurnError) -> Self {
         match e {
-            TurnError::Host(error) => AcpError::Host { error },
+            TurnError::Host(error) => error.into(),
             TurnError::Stopped => AcpError::Disconnected { detail: e.to_string() },
         }
     }
@@ -150,10 +159,47 @@ impl From<acp_inject_remote::RemoteError> for AcpError {
     }
 }
 
-/// A foreign exception thrown inside a callback (an agent runtime method) becomes this error
-/// instead of a Rust panic.
-impl From<uniffi::UnexpectedUniFFICallbackError> for AcpError {
+/// An error as it crosses the FFI, either way: its message, for a person, and the [`AcpError`]
+/// in the boundary encoding, which each language decodes into its own error type (Python's
+/// `AcpError` exceptions, Kotlin's `AcpException`, Swift's `AcpError`). A foreign layer that
+/// calls the library directly reads `message`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, uniffi::Error)]
+pub enum FfiError {
+    /// The call failed.
+    #[error("{message}")]
+    Failed {
+        /// The error's message.
+        message: String,
+        /// The error, encoded.
+        error: Vec<u8>,
+    },
+}
+
+impl From<AcpError> for FfiError {
+    fn from(e: AcpError) -> Self {
+        FfiError::Failed { message: e.to_string(), error: codec::encode(&e) }
+    }
+}
+
+/// An error a foreign layer handed back (a runtime's), decoded; bytes that do not decode are
+/// the layer's bug, kept with its message.
+impl From<FfiError> for AcpError {
+    fn from(e: FfiError) -> Self {
+        let FfiError::Failed { message, error } = e;
+        codec::decode(&error).unwrap_or(AcpError::Internal { detail: message })
+    }
+}
+
+/// A foreign exception thrown inside a callback (an agent runtime method) that the foreign
+/// layer did not turn into an [`FfiError`] becomes one instead of a Rust panic.
+impl From<uniffi::UnexpectedUniFFICallbackError> for FfiError {
     fn from(e: uniffi::UnexpectedUniFFICallbackError) -> Self {
-        AcpError::Internal { detail: format!("the runtime raised: {}", e.reason) }
+        AcpError::Internal { detail: format!("the runtime raised: {}", e.reason) }.into()
+    }
+}
+
+impl From<codec::DecodeError> for AcpError {
+    fn from(e: codec::DecodeError) -> Self {
+        AcpError::InvalidInput { detail: e.to_string() }
     }
 }

@@ -5,9 +5,9 @@
 //! call status), and one from Python is three ctypes calls: most of the cost of one call per
 //! line. [`acp_inject_line_port_receive_into`] takes a line port (a handle this module hands
 //! out, [`ClientCore::line_port`], so no foreign layer reads UniFFI's private handles), the line
-//! and a reusable output buffer as plain arguments and writes the events in UniFFI's own
-//! serialization of `Vec<Event>`, which the generated `FfiConverterSequenceTypeEvent.read`
-//! decodes: the very typed events `ClientCore::receive` returns, in one crossing with primitive
+//! and a reusable output buffer as plain arguments and writes the events in the boundary
+//! encoding (a list of `Event`, `crate::codec`), which each language decodes with its generated
+//! decoder: the very events `ClientCore::receive` returns, in one crossing with primitive
 //! arguments. Kotlin's `ClientCore.receiveLine` and Python's `ClientCore.receive_line` are its
 //! callers; [`acp_inject_line_port_free`] releases a port.
 
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use acp_inject_core::client::Event;
 
 use crate::client::ClientCore;
-use crate::line_json::{Json, Writer};
+use crate::codec::{Encode, Writer};
 
 /// The line is not UTF-8.
 pub const NOT_UTF8: i64 = i64::MIN + 1;
@@ -33,41 +33,27 @@ thread_local! {
     static WRITTEN: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
-/// How a line's events are written.
-#[derive(Clone, Copy)]
-enum Format {
-    /// UniFFI's serialization of `Vec<Event>` (Kotlin reads it with the generated converter).
-    Uniffi,
-    /// JSON naming each value's class ([`crate::line_json`]; Python reads it with `json.loads`).
-    Json,
-}
-
 /// Applies one line to `core` and writes its events into `out` (see
 /// [`acp_inject_line_port_receive_into`] for the results).
-fn receive_into(core: &ClientCore, line: &[u8], out: &mut [u8], format: Format) -> i64 {
+fn receive_into(core: &ClientCore, line: &[u8], out: &mut [u8]) -> i64 {
     // The caller may hand the line over as read, with its ending.
     let line = line.strip_suffix(b"\n").map_or(line, |l| l.strip_suffix(b"\r").unwrap_or(l));
     let Ok(line) = std::str::from_utf8(line) else { return NOT_UTF8 };
     match catch_unwind(AssertUnwindSafe(|| core.receive_events(line))) {
-        Ok(events) => write_events(events, out, format),
+        Ok(events) => write_events(&events, out),
         Err(_) => PANICKED,
     }
 }
 
-/// Writes `events` into `out` in `format`: the number of bytes, or `-n` when they did not fit
+/// Writes `events` into `out`, encoded: the number of bytes, or `-n` when they did not fit
 /// (they wait for [`acp_inject_take_spilled`]).
-fn write_events(events: Vec<Event>, out: &mut [u8], format: Format) -> i64 {
+fn write_events(events: &[Event], out: &mut [u8]) -> i64 {
     WRITTEN.with(|w| {
         let mut bytes = w.take();
         bytes.clear();
-        match format {
-            Format::Uniffi => <Vec<Event> as uniffi::Lower<crate::UniFfiTag>>::write(events, &mut bytes),
-            Format::Json => {
-                let mut writer = Writer::new(bytes);
-                events.write(&mut writer);
-                bytes = writer.into_bytes();
-            }
-        }
+        let mut writer = Writer::new(bytes);
+        events.encode(&mut writer);
+        let bytes = writer.into_bytes();
         let n = bytes.len();
         if n <= out.len() {
             out[..n].copy_from_slice(&bytes);
@@ -111,7 +97,7 @@ pub(crate) fn open_port(core: Arc<ClientCore>) -> u64 {
 
 /// Applies one agent line (`line_len` bytes of UTF-8 at `line`; a trailing `\n` or `\r\n` is
 /// dropped) to the client connection of line port `port` and writes the events it caused into
-/// `out` (`out_cap` bytes), serialized as UniFFI serializes a `Vec<Event>`. Returns the number
+/// `out` (`out_cap` bytes), encoded (a list of `Event`). Returns the number
 /// of bytes written; when they do not fit, `-n` (they wait for [`acp_inject_take_spilled`] with
 /// `n` bytes of room, on this thread); [`NOT_UTF8`] or [`PANICKED`] on failure, with nothing
 /// applied.
@@ -131,33 +117,13 @@ pub unsafe extern "C" fn acp_inject_line_port_receive_into(
 ) -> i64 {
     // SAFETY: the caller's contract above.
     let (core, line, out) = unsafe { parts(port, line, line_len, out, out_cap) };
-    receive_into(core, line, out, Format::Uniffi)
-}
-
-/// [`acp_inject_line_port_receive_into`], with the events written as JSON that names each
-/// value's class in the generated Python module ([`crate::line_json`]): Python's per-line path.
-///
-/// # Safety
-///
-/// As for [`acp_inject_line_port_receive_into`].
-#[no_mangle]
-#[allow(unsafe_code)]
-pub unsafe extern "C" fn acp_inject_line_port_receive_json_into(
-    port: u64,
-    line: *const u8,
-    line_len: u64,
-    out: *mut u8,
-    out_cap: u64,
-) -> i64 {
-    // SAFETY: the caller's contract above.
-    let (core, line, out) = unsafe { parts(port, line, line_len, out, out_cap) };
-    receive_into(core, line, out, Format::Json)
+    receive_into(core, line, out)
 }
 
 /// Applies bytes the agent wrote (`len` bytes at `bytes`, in any chunking: a line's end may
 /// come in a later call, like `ClientCore.feed`) to the client connection of line port `port`,
-/// and writes the events they caused into `out` as JSON, like
-/// [`acp_inject_line_port_receive_json_into`]. Returns the same results (never [`NOT_UTF8`]: a
+/// and writes the events they caused into `out`, like [`acp_inject_line_port_receive_into`].
+/// Returns the same results (never [`NOT_UTF8`]: a
 /// line that is not UTF-8 is the connection's to report, as an ignored line).
 ///
 /// # Safety
@@ -165,7 +131,7 @@ pub unsafe extern "C" fn acp_inject_line_port_receive_json_into(
 /// As for [`acp_inject_line_port_receive_into`], with `bytes` pointing to `len` readable bytes.
 #[no_mangle]
 #[allow(unsafe_code)]
-pub unsafe extern "C" fn acp_inject_line_port_feed_json_into(
+pub unsafe extern "C" fn acp_inject_line_port_feed_into(
     port: u64,
     bytes: *const u8,
     len: u64,
@@ -175,7 +141,7 @@ pub unsafe extern "C" fn acp_inject_line_port_feed_json_into(
     // SAFETY: the caller's contract above.
     let (core, bytes, out) = unsafe { parts(port, bytes, len, out, out_cap) };
     match catch_unwind(AssertUnwindSafe(|| core.feed_events(bytes))) {
-        Ok(events) => write_events(events, out, Format::Json),
+        Ok(events) => write_events(&events, out),
         Err(_) => PANICKED,
     }
 }
@@ -228,8 +194,8 @@ mod tests {
 
     use super::*;
 
-    fn read_count(bytes: &[u8]) -> i32 {
-        i32::from_be_bytes(bytes[..4].try_into().unwrap())
+    fn read_count(bytes: &[u8]) -> usize {
+        crate::codec::decode::<Vec<Event>>(bytes).expect("events").len()
     }
 
     #[test]
@@ -242,11 +208,9 @@ mod tests {
         let mut out = vec![0u8; 4096];
         let n = unsafe { acp_inject_line_port_receive_into(handle, line.as_ptr(), line.len() as u64, out.as_mut_ptr(), 4096) };
         assert!(n > 4, "{n}");
-        assert_eq!(read_count(&out), 1);
-        let mut expected = Vec::new();
-        let again = core.receive(line.to_owned()).unwrap();
-        <Vec<Event> as uniffi::Lower<crate::UniFfiTag>>::write(again, &mut expected);
-        assert_eq!(&out[..n as usize], &expected[..], "the same serialization as the UniFFI return value");
+        assert_eq!(read_count(&out[..n as usize]), 1);
+        let expected = core.receive(line.to_owned()).unwrap();
+        assert_eq!(&out[..n as usize], &expected[..], "the same encoding as the UniFFI call's");
 
         let mut small = vec![0u8; 8];
         let n = unsafe { acp_inject_line_port_receive_into(handle, line.as_ptr(), line.len() as u64, small.as_mut_ptr(), 8) };

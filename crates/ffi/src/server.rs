@@ -1,29 +1,28 @@
 //! The agent server for authors in other languages: they implement `AgentRuntime` (async
-//! methods), the library runs the protocol.
+//! methods), the library runs the protocol. Values cross encoded (`crate::codec`).
 
 use std::sync::Arc;
 
 use acp_inject_core::agent::{AgentConfig, BreakPoint, HostError, PendingInject, PermissionAsk, SessionSetup, UserInput};
-use acp_inject_core::wire::{
-    MessageId, PermissionOption, RequestPermissionOutcome, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate,
-};
+use acp_inject_core::wire::{MessageId, PermissionOption, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate};
 use acp_inject_transport::{ServeOptions, TurnEnd};
 
-use crate::{guard, on_runtime, AcpError};
+use crate::{arg, guard, on_runtime, out, AcpError, FfiError};
 
-/// What an agent author implements (the thin layer of each language gives defaults for the
-/// optional methods).
+/// What an agent author implements (each language's layer implements it over the author's
+/// own agent class, with defaults for the optional methods). Values cross encoded.
 #[uniffi::export(with_foreign)]
 #[async_trait::async_trait]
 pub trait AgentRuntime: Send + Sync {
-    /// Runs one turn whose opening input is `input` (empty when the runtime started it).
-    async fn run_turn(&self, turn: Arc<TurnContext>, input: Vec<UserInput>) -> Result<TurnEnd, AcpError>;
-    /// A client created a session.
-    async fn session_opened(&self, session_id: String, setup: SessionSetup) -> Result<(), AcpError>;
+    /// Runs one turn whose opening input is `input` (a list of `UserInput`; empty when the
+    /// runtime started it); returns how it ended (a `TurnEnd`).
+    async fn run_turn(&self, turn: Arc<TurnContext>, input: Vec<u8>) -> Result<Vec<u8>, FfiError>;
+    /// A client created a session (`setup` is a `SessionSetup`).
+    async fn session_opened(&self, session_id: String, setup: Vec<u8>) -> Result<(), FfiError>;
     /// A client resumed a session (its history was already replayed).
-    async fn session_resumed(&self, session_id: String, setup: SessionSetup) -> Result<(), AcpError>;
-    /// The session was closed; `dropped` were pending (never delivered).
-    async fn session_closed(&self, session_id: String, dropped: Vec<PendingInject>) -> Result<(), AcpError>;
+    async fn session_resumed(&self, session_id: String, setup: Vec<u8>) -> Result<(), FfiError>;
+    /// The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
+    async fn session_closed(&self, session_id: String, dropped: Vec<u8>) -> Result<(), FfiError>;
 }
 
 /// Adapts a foreign runtime to the transport's trait.
@@ -32,25 +31,26 @@ struct Foreign(Arc<dyn AgentRuntime>);
 #[async_trait::async_trait]
 impl acp_inject_transport::AgentRuntime for Foreign {
     async fn session_opened(&self, session: &SessionId, setup: SessionSetup) {
-        if let Err(e) = self.0.session_opened(session.to_string(), setup).await {
-            eprintln!("acp-inject: session_opened({session}) failed: {e}");
+        if let Err(e) = self.0.session_opened(session.to_string(), out(&setup)).await {
+            eprintln!("acp-inject: session_opened({session}) failed: {}", AcpError::from(e));
         }
     }
 
     async fn session_resumed(&self, session: &SessionId, setup: SessionSetup) {
-        if let Err(e) = self.0.session_resumed(session.to_string(), setup).await {
-            eprintln!("acp-inject: session_resumed({session}) failed: {e}");
+        if let Err(e) = self.0.session_resumed(session.to_string(), out(&setup)).await {
+            eprintln!("acp-inject: session_resumed({session}) failed: {}", AcpError::from(e));
         }
     }
 
     async fn run_turn(&self, turn: acp_inject_transport::TurnContext, input: Vec<UserInput>) -> TurnEnd {
         let session = turn.session_id().to_owned();
-        match self.0.run_turn(Arc::new(TurnContext { inner: turn }), input).await {
+        let ended = self.0.run_turn(Arc::new(TurnContext { inner: turn }), out(&input)).await;
+        match ended.map_err(AcpError::from).and_then(|end| arg::<TurnEnd>(&end, "the turn's end")) {
             Ok(end) => end,
             // The session was closed, or the client went away, under the running turn: the
             // runtime's next call failed and ended it. Nothing is wrong; the turn's end is
             // refused or unseen either way.
-            Err(AcpError::Host { error: HostError::SessionClosed } | AcpError::Disconnected { .. }) => TurnEnd::cancelled(),
+            Err(AcpError::Host { error: HostError::SessionClosed, .. } | AcpError::Disconnected { .. }) => TurnEnd::cancelled(),
             Err(e) => {
                 eprintln!("acp-inject: run_turn({session}) failed: {e}");
                 // Upstream's `error` end, with a generic internal error: what the author's code
@@ -61,8 +61,8 @@ impl acp_inject_transport::AgentRuntime for Foreign {
     }
 
     async fn session_closed(&self, session: &SessionId, dropped: Vec<PendingInject>) {
-        if let Err(e) = self.0.session_closed(session.to_string(), dropped).await {
-            eprintln!("acp-inject: session_closed({session}) failed: {e}");
+        if let Err(e) = self.0.session_closed(session.to_string(), out(&dropped)).await {
+            eprintln!("acp-inject: session_closed({session}) failed: {}", AcpError::from(e));
         }
     }
 }
@@ -85,48 +85,50 @@ impl TurnContext {
         self.inner.cwd().to_owned()
     }
 
-    /// Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
-    pub fn send(&self, update: SessionUpdate) -> Result<(), AcpError> {
-        guard(|| Ok(self.inner.send(update)?))
+    /// Sends one of the runtime's own updates (a `SessionUpdate`: chunks, upserts, tool calls,
+    /// plan, usage, …).
+    pub fn send(&self, update: Vec<u8>) -> Result<(), FfiError> {
+        guard(|| Ok(self.inner.send(arg::<SessionUpdate>(&update, "update")?)?))
     }
 
     /// A fresh id for an agent message or thought.
-    pub fn new_message_id(&self) -> MessageId {
-        self.inner.new_message_id()
+    pub fn new_message_id(&self) -> String {
+        self.inner.new_message_id().0
     }
 
     /// Streams a piece of text of an agent message.
-    pub fn send_text(&self, message_id: MessageId, text: String) -> Result<(), AcpError> {
-        guard(|| Ok(self.inner.send_text(&message_id, &text)?))
+    pub fn send_text(&self, message_id: String, text: String) -> Result<(), FfiError> {
+        guard(|| Ok(self.inner.send_text(&MessageId(message_id), &text)?))
     }
 
     /// Clears what was streamed so far for an agent message.
-    pub fn clear_message(&self, message_id: MessageId) -> Result<(), AcpError> {
-        guard(|| Ok(self.inner.clear_message(&message_id)?))
+    pub fn clear_message(&self, message_id: String) -> Result<(), FfiError> {
+        guard(|| Ok(self.inner.clear_message(&MessageId(message_id))?))
     }
 
     /// A model stream with no tool call pending began.
-    pub fn stream_started(&self) -> Result<(), AcpError> {
+    pub fn stream_started(&self) -> Result<(), FfiError> {
         guard(|| Ok(self.inner.stream_started()?))
     }
 
     /// That stream ended.
-    pub fn stream_finished(&self) -> Result<(), AcpError> {
+    pub fn stream_finished(&self) -> Result<(), FfiError> {
         guard(|| Ok(self.inner.stream_finished()?))
     }
 
-    /// A safe break-point: pending steers are delivered and returned for the model.
-    pub fn break_point(&self, kind: BreakPoint) -> Result<Vec<UserInput>, AcpError> {
-        guard(|| Ok(self.inner.break_point(kind)?))
+    /// A safe break-point (a `BreakPoint`): pending steers are delivered and returned for the
+    /// model (a list of `UserInput`).
+    pub fn break_point(&self, kind: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        guard(|| Ok(out(&self.inner.break_point(arg::<BreakPoint>(&kind, "kind")?)?)))
     }
 
     /// A model-process pause began.
-    pub fn paused(&self) -> Result<(), AcpError> {
+    pub fn paused(&self) -> Result<(), FfiError> {
         guard(|| Ok(self.inner.paused()?))
     }
 
     /// The pause cleared.
-    pub fn resumed(&self) -> Result<(), AcpError> {
+    pub fn resumed(&self) -> Result<(), FfiError> {
         guard(|| Ok(self.inner.resumed()?))
     }
 
@@ -164,17 +166,18 @@ impl TurnContext {
     /// `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
     /// `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
     /// request's `toolCall`); without, v1 clients get a tool call named after the request.
-    #[uniffi::method(default(tool_call_id = None))]
+    /// `options` is a list of `PermissionOption`; the result a `RequestPermissionOutcome`.
     pub async fn request_permission(
         &self,
         title: String,
         description: Option<String>,
-        options: Vec<PermissionOption>,
+        options: Vec<u8>,
         tool_call_id: Option<String>,
-    ) -> Result<RequestPermissionOutcome, AcpError> {
+    ) -> Result<Vec<u8>, FfiError> {
+        let options = arg::<Vec<PermissionOption>>(&options, "options").map_err(FfiError::from)?;
         let t = self.inner.clone();
         let subject = tool_call_id.map(|id| PermissionAsk::tool_call_subject(&ToolCallUpdate::new(ToolCallId(id))));
-        on_runtime(async move { Ok(t.request_permission(&title, description.as_deref(), options, subject).await?) }).await
+        on_runtime(async move { Ok(out(&t.request_permission(&title, description.as_deref(), options, subject).await?)) }).await
     }
 }
 
@@ -188,13 +191,14 @@ pub struct AgentServer {
 
 #[uniffi::export]
 impl AgentServer {
-    /// Builds the agent around `runtime`; with `store_path`, sessions live in that store and
-    /// outlive the process: a SQLite file's path, or a `postgres://` URL that several agent
-    /// hosts share (`acp_inject_store::open` describes its `acp_host` and `acp_lease_ms`
-    /// parameters).
+    /// Builds the agent around `runtime`, configured by `config` (an `AgentConfig`); with
+    /// `store_path`, sessions live in that store and outlive the process: a SQLite file's path,
+    /// or a `postgres://` URL that several agent hosts share (`acp_inject_store::open`
+    /// describes its `acp_host` and `acp_lease_ms` parameters).
     #[uniffi::constructor]
-    pub fn new(runtime: Arc<dyn AgentRuntime>, config: AgentConfig, store_path: Option<String>) -> Result<Arc<Self>, AcpError> {
+    pub fn new(runtime: Arc<dyn AgentRuntime>, config: Vec<u8>, store_path: Option<String>) -> Result<Arc<Self>, FfiError> {
         guard(|| {
+            let config = arg::<AgentConfig>(&config, "config")?;
             let store = match store_path {
                 Some(location) => Some(acp_inject_store::open(&location, config.policy.remember_ids)?),
                 None => None,
@@ -206,7 +210,7 @@ impl AgentServer {
     }
 
     /// Serves over this process's stdin/stdout until the client closes stdin.
-    pub async fn run_stdio(&self) -> Result<(), AcpError> {
+    pub async fn run_stdio(&self) -> Result<(), FfiError> {
         let s = self.inner.clone();
         on_runtime(async move { Ok(s.run_stdio().await?) }).await
     }
@@ -217,7 +221,7 @@ impl AgentServer {
     /// serving goes on in the background until `shutdown`. Anything but a loopback address
     /// needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
     /// with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
-    pub async fn listen(&self, addr: String, bearer_token: Option<String>, allowed_origins: Vec<String>) -> Result<String, AcpError> {
+    pub async fn listen(&self, addr: String, bearer_token: Option<String>, allowed_origins: Vec<String>) -> Result<String, FfiError> {
         let server = self.inner.clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let url = on_runtime(async move {
@@ -241,10 +245,10 @@ impl AgentServer {
     /// `AcpError.Store` saying why: a database error, or, on a store several hosts share, a
     /// session another host took over while this one was paused or cut off. Every connection
     /// was dropped by then; a network host should stop and be started again.
-    pub async fn stopped(&self) -> Result<(), AcpError> {
+    pub async fn stopped(&self) -> Result<(), FfiError> {
         let s = self.inner.clone();
         let why = on_runtime(async move { Ok::<_, AcpError>(s.stopped().await) }).await?;
-        Err(AcpError::Store { detail: why })
+        Err(AcpError::Store { detail: why }.into())
     }
 
     /// Stops serving: the network listener (if any) closes its connections, every running
@@ -262,7 +266,7 @@ impl AgentServer {
     }
 
     /// Starts a turn in a session with no user message.
-    pub fn start_turn(&self, session_id: String) -> Result<(), AcpError> {
+    pub fn start_turn(&self, session_id: String) -> Result<(), FfiError> {
         // The turn task is spawned on the library's runtime.
         let handle = crate::runtime();
         let _context = handle.enter();
@@ -270,7 +274,7 @@ impl AgentServer {
     }
 
     /// Closes a session from the agent's side.
-    pub fn close_session(&self, session_id: String) -> Result<(), AcpError> {
+    pub fn close_session(&self, session_id: String) -> Result<(), FfiError> {
         let handle = crate::runtime();
         let _context = handle.enter();
         guard(|| Ok(self.inner.close_session(&SessionId(session_id))?))

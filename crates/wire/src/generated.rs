@@ -1119,7 +1119,7 @@ available features and content types.
 See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentCapabilities {
     #[doc = "Session capabilities supported by the agent.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not support the\n`session/*` methods. Supplying `{}` means the agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1140,7 +1140,7 @@ receives another `agent_message` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentMessage {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1158,7 +1158,7 @@ pub struct AgentMessage {
 ///A chunk of the agent's response being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentMessageChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1173,7 +1173,7 @@ pub struct AgentMessageChunk {
 ///Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentMessageClear {
     ///The message to clear; the current agent message when absent.
     #[serde(
@@ -1195,7 +1195,7 @@ receives another `agent_thought` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentThought {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1213,7 +1213,7 @@ pub struct AgentThought {
 ///A chunk of the agent's internal reasoning being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentThoughtChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1228,7 +1228,7 @@ pub struct AgentThoughtChunk {
 ///Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct Annotations {
     /**Intended recipients for this content, such as the user or assistant.
 
@@ -1269,7 +1269,7 @@ Omitted and `null` are equivalent and mean no priority is specified.*/
 Requires the `audio` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AudioContent {
     ///Base64-encoded media payload.
     pub data: ::std::string::String,
@@ -1293,7 +1293,7 @@ Omitted and `null` are equivalent and mean no annotations are provided.*/
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA detached subagent session that has anything running: its state is not `idle`, or\nits own `background` list is non-empty or not reported."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct BackgroundSubagent {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1308,7 +1308,7 @@ pub struct BackgroundSubagent {
 Live until its `terminal_update` reports `exitStatus`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct BackgroundTerminal {
     ///The ID of the listed terminal.
     #[serde(rename = "terminalId")]
@@ -1325,7 +1325,7 @@ a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
 stay listed.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct BackgroundToolCall {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -1339,7 +1339,7 @@ pub struct BackgroundToolCall {
 ///Binary resource contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct BlobResourceContents {
     ///Base64-encoded bytes for a binary resource payload.
     pub blob: ::std::string::String,
@@ -1364,7 +1364,7 @@ Omitted and `null` are equivalent and mean the MIME type is not specified.*/
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct CancelRequestNotification {
     #[serde(rename = "requestId")]
     pub request_id: RequestId,
@@ -1380,7 +1380,7 @@ pub struct CancelRequestNotification {
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct CancelSessionNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1403,7 +1403,7 @@ cancelled foreground work.
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct CancelledPermissionOutcome {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_cancelledpermissionoutcome_meta")]
@@ -1420,7 +1420,7 @@ available features and methods.
 See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ClientCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_clientcapabilities_meta")]
@@ -1451,7 +1451,7 @@ has already been inserted, the Agent MUST respond successfully with its
 `messageId`. Prompt responses need not precede the close response.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct CloseSessionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1465,7 +1465,7 @@ pub struct CloseSessionRequest {
 ///Response from closing a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct CloseSessionResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_closesessionresponse_meta")]
@@ -1477,7 +1477,7 @@ pub struct CloseSessionResponse {
 ///Cost information for a session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct Cost {
     ///Total cumulative cost for session.
     pub amount: f64,
@@ -1498,7 +1498,7 @@ Preferred for including context as it avoids extra round-trips.
 Requires the `embeddedContext` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct EmbeddedResource {
     pub resource: EmbeddedResourceResource,
     /**Optional annotations that help clients decide how to display or route this content.
@@ -1536,7 +1536,7 @@ impl ::std::convert::From<BlobResourceContents> for EmbeddedResourceResource {
 ///An environment variable to set when launching a process.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct EnvVariable {
     ///The name of the environment variable.
     pub name: ::std::string::String,
@@ -1552,7 +1552,7 @@ pub struct EnvVariable {
 ///The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ErrorData {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<ErrorReason>,
@@ -1573,7 +1573,7 @@ pub struct ErrorData {
 ///An HTTP header to set when making requests to the MCP server.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct HttpHeader {
     ///The name of the HTTP header.
     pub name: ::std::string::String,
@@ -1589,7 +1589,7 @@ pub struct HttpHeader {
 ///No foreground work is active. Background activity may continue.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct IdleStateUpdate {
     #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the agent is not reporting token\nusage for this state update."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1638,7 +1638,7 @@ See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/dr
 Requires the `image` prompt capability when included in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ImageContent {
     ///Base64-encoded media payload.
     pub data: ::std::string::String,
@@ -1671,7 +1671,7 @@ Describes the name and version of an ACP implementation, with an optional
 title for UI representation.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct Implementation {
     /**Intended for programmatic or logical use, but can be used as a display
 name fallback if title isn't present.*/
@@ -1703,7 +1703,7 @@ Sent by the client to establish connection and negotiate capabilities.
 See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct InitializeRequest {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
@@ -1726,7 +1726,7 @@ Contains the negotiated protocol version and agent capabilities.
 See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct InitializeResponse {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
@@ -1745,7 +1745,7 @@ pub struct InitializeResponse {
 ///The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct InjectCapabilities {
     ///The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
     #[serde(deserialize_with = "__tolerant_injectcapabilities_modes")]
@@ -1774,7 +1774,7 @@ pub struct InjectCapabilities {
 ///Adds user input to a session mid-turn.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct InjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -1793,7 +1793,7 @@ pub struct InjectRequest {
 ///The inject was accepted for pending delivery; its `user_message` will carry this id.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct InjectResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -1807,7 +1807,7 @@ pub struct InjectResponse {
 ///Request parameters for listing existing sessions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ListSessionsRequest {
     /**Filter sessions by working directory. Must be an absolute path.
 
@@ -1832,7 +1832,7 @@ Omitted and `null` are equivalent and mean the first page is requested.*/
 ///Response from listing sessions.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ListSessionsResponse {
     ///Array of session information objects.
     #[serde(deserialize_with = "__tolerant_listsessionsresponse_sessions")]
@@ -1856,7 +1856,7 @@ results. An empty string is a valid cursor, not the end of results.*/
 ///MCP capabilities supported by the agent for session lifecycle requests.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct McpCapabilities {
     /**Agent supports `stdio` MCP servers.
 
@@ -1890,7 +1890,7 @@ Supplying `{}` means the agent supports HTTP MCP server transports.*/
 Only available when the Agent capabilities include `session.mcp.http`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct McpServerHttp {
     ///Human-readable name identifying this MCP server.
     pub name: ::std::string::String,
@@ -1916,7 +1916,7 @@ defines are owned by the transport, and Agents use the transport's values for th
 Only available when the Agent capabilities include `session.mcp.stdio`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct McpServerStdio {
     ///Human-readable name identifying this MCP server.
     pub name: ::std::string::String,
@@ -1995,7 +1995,7 @@ impl ::std::str::FromStr for MessageId {
 See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct NewSessionRequest {
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
@@ -2035,7 +2035,7 @@ an already-reported state when the response arrives.
 See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct NewSessionResponse {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2049,7 +2049,7 @@ pub struct NewSessionResponse {
 ///Operations on a pending (not yet delivered) inject.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PendingCapabilities {
     ///`session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
     #[serde(default)]
@@ -2064,7 +2064,7 @@ pub struct PendingCapabilities {
 ///A pending inject as the pending-list extension reports it.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PendingInject {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -2080,7 +2080,7 @@ pub struct PendingInject {
 ///Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PendingInjectsUpdate {
     pub pending: ::std::vec::Vec<PendingInject>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2093,7 +2093,7 @@ pub struct PendingInjectsUpdate {
 ///An option presented to the user when requesting permission.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PermissionOption {
     #[serde(rename = "optionId")]
     pub option_id: PermissionOptionId,
@@ -2156,7 +2156,7 @@ as part of fulfilling the user's request.
 See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PlanEntry {
     ///Human-readable description of what this task aims to accomplish.
     pub content: ::std::string::String,
@@ -2172,7 +2172,7 @@ pub struct PlanEntry {
 ///Structured plan entries.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PlanItems {
     ///The plan ID to update.
     #[serde(rename = "planId")]
@@ -2194,7 +2194,7 @@ with their current status. The client replaces that plan with each update.*/
 See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PlanUpdate {
     pub plan: PlanUpdateContent,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2211,7 +2211,7 @@ Contains the user's message and any additional context.
 See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PromptRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2253,7 +2253,7 @@ relative to other messages in the ACP conversation.
 See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PromptResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -2314,7 +2314,7 @@ impl ::std::convert::TryFrom<String> for ProtocolVersion {
 ///Replaces a pending inject's content, keeping its id, mode and position.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ReplaceInjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2334,7 +2334,7 @@ pub struct ReplaceInjectRequest {
 ///The content was replaced; the `user_message` will carry the new content.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ReplaceInjectResponse {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -2348,7 +2348,7 @@ pub struct ReplaceInjectResponse {
 ///Replay all retained conversation history from its first replayable entry.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ReplayFromStart {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_replayfromstart_meta")]
@@ -2364,7 +2364,7 @@ Sent when the agent needs authorization before performing a sensitive operation.
 See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct RequestPermissionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2404,7 +2404,7 @@ Must contain at least one option.*/
 ///Response to a permission request.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct RequestPermissionResponse {
     pub outcome: RequestPermissionOutcome,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2417,7 +2417,7 @@ pub struct RequestPermissionResponse {
 ///Foreground work is blocked on user action.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct RequiresActionStateUpdate {
     /**Work running independently of foreground work, as a complete snapshot.
 
@@ -2443,7 +2443,7 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
 All agents MUST support resource links in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ResourceLink {
     ///Human-readable name shown for this protocol object.
     pub name: ::std::string::String,
@@ -2506,7 +2506,7 @@ Resumes an existing session and optionally replays retained conversation
 history according to `replayFrom`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ResumeSessionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2571,7 +2571,7 @@ foreground state after resuming. The response alone does not imply `idle`.
 See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ResumeSessionResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_resumesessionresponse_meta")]
@@ -2583,7 +2583,7 @@ pub struct ResumeSessionResponse {
 ///Drops a pending inject. Idempotent for an id already revoked.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct RevokeInjectRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2599,7 +2599,7 @@ pub struct RevokeInjectRequest {
 ///The inject is revoked: no `user_message` for it will ever be emitted.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct RevokeInjectResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_revokeinjectresponse_meta")]
@@ -2611,7 +2611,7 @@ pub struct RevokeInjectResponse {
 ///Foreground work is in progress.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct RunningStateUpdate {
     /**Work running independently of foreground work, as a complete snapshot.
 
@@ -2638,7 +2638,7 @@ If `optionId` doesn't match an offered option, the agent MUST treat the request 
 approved.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SelectedPermissionOutcome {
     #[serde(rename = "optionId")]
     pub option_id: PermissionOptionId,
@@ -2657,7 +2657,7 @@ supported session lifecycle requests. Agents may return
 complete ordered additional-root list associated with a listed session.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionAdditionalDirectoriesCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(
@@ -2681,7 +2681,7 @@ capabilities.
 See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessioncapabilities_meta")]
@@ -2726,7 +2726,7 @@ complete ordered additional-root list associated with a listed session.*/
 ///Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionClosedUpdate {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionclosedupdate_meta")]
@@ -2785,7 +2785,7 @@ impl ::std::str::FromStr for SessionId {
 ///Information about a session returned by session/list
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionInfo {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2831,7 +2831,7 @@ Omitted and `null` are equivalent and mean the last activity time is not reporte
 ///Session metadata has been updated (title, timestamps, custom metadata)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionInfoUpdate {
     ///Human-readable title for the session. Set to null to clear.
     #[serde(rename = "title", default, skip_serializing_if = "Patch::is_absent")]
@@ -2851,7 +2851,7 @@ pub struct SessionInfoUpdate {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/status` method.\n\nSupplying `{}` means the agent supports checking session status."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionStatusCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionstatuscapabilities_meta")]
@@ -2863,7 +2863,7 @@ pub struct SessionStatusCapabilities {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for checking the status of a session.\n\nOnly available if the Agent supports the `session.status` capability.\n\n`session/status` MUST NOT have side effects. The Agent does not load, resume, create,\nclose, or change the session, and does not attach the requesting connection to it.\nA session the Agent does not know gets `-32002` with the requested `sessionId` in `data`."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionStatusRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -2877,7 +2877,7 @@ pub struct SessionStatusRequest {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nResponse from checking the status of a session.\n\nThe result is a snapshot. A session reported `open` may be closed or evicted before\nthe Client's next request."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionStatusResponse {
     pub status: SessionStatus,
     /**The session's current foreground state, as the same snapshot the Agent sends in
@@ -2905,7 +2905,7 @@ Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Ma
 extensions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct TextContent {
     ///Text payload carried by this content block.
     pub text: ::std::string::String,
@@ -2926,7 +2926,7 @@ Omitted and `null` are equivalent and mean no annotations are provided.*/
 ///Text-based resource contents.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct TextResourceContents {
     ///Text payload carried by this content block.
     pub text: ::std::string::String,
@@ -2949,7 +2949,7 @@ Omitted and `null` are equivalent and mean the MIME type is not specified.*/
 ///Standard content block (text, images, resources).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ToolCallContentBlock {
     pub content: ContentBlock,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2962,7 +2962,7 @@ pub struct ToolCallContentBlock {
 ///A chunk of tool-call content being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ToolCallContentChunk {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -3019,7 +3019,7 @@ impl ::std::str::FromStr for ToolCallId {
 ///A tool call has been created or updated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ToolCallUpdate {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -3094,7 +3094,7 @@ Enables "follow-along" features in clients.*/
 ///A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct TurnFailure {
     ///A JSON-RPC error code.
     pub code: i32,
@@ -3107,7 +3107,7 @@ pub struct TurnFailure {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nThe Agent cannot currently determine foreground activity.\nThis replaces previously confirmed activity without ending the work or session."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct UnknownStateUpdate {
     /**Work running independently of foreground work, as a complete snapshot.
 
@@ -3133,7 +3133,7 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
 See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct UnsupportedProtocolVersionErrorData {
     pub requested: ProtocolVersion,
     ///The protocol versions the Agent supports.
@@ -3152,7 +3152,7 @@ Agents can send session updates at any point while the session exists.
 See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct UpdateSessionNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -3167,7 +3167,7 @@ pub struct UpdateSessionNotification {
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for the foreground work that just completed, not cumulative for the session."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct Usage {
     ///Sum of all token types for the completed work.
     #[serde(rename = "totalTokens")]
@@ -3218,7 +3218,7 @@ Omitted and `null` are equivalent and mean the count is not reported.*/
 ///Context window and cost update for the session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct UsageUpdate {
     ///Tokens currently in context.
     pub used: u64,
@@ -3245,7 +3245,7 @@ client receives another `user_message` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct UserMessage {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,
@@ -3263,7 +3263,7 @@ pub struct UserMessage {
 ///A chunk of the user's message being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct UserMessageChunk {
     #[serde(rename = "messageId")]
     pub message_id: MessageId,

@@ -34,13 +34,6 @@
 //! they do not know into their `Other` variant, and matching on them exhaustively is how hand
 //! code is told that a variant it must handle was added.
 //!
-//! Feature `uniffi-remote`: for acp-inject-ffi only. Its UniFFI remote declarations
-//! (`#[uniffi::remote(Record)]`) build the structs with struct literals, which
-//! `#[non_exhaustive]` forbids outside this crate; the feature leaves the structs exhaustive so
-//! they compile. Everyone else gets `#[non_exhaustive]`. Cargo unifies features, so a build of
-//! the whole workspace has it on; `cargo xtask test`'s `rust` stage checks the crates without
-//! the FFI crate, against the `#[non_exhaustive]` structs.
-//!
 //! Reading a line and writing one, typed:
 //!
 //! ```

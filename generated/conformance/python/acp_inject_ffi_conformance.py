@@ -528,31 +528,31 @@ def _uniffi_check_contract_api_version(lib):
 def _uniffi_check_api_checksums(lib):
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_agent_setup() != 2265:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_call() != 42865:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_call() != 36737:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_history() != 59158:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_history() != 18492:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() != 32631:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() != 31743:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 33723:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 30111:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() != 21456:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() != 56698:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() != 1655:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() != 3477:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_client_setup() != 19752:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_name() != 33051:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_next() != 25069:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_next() != 14273:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_events() != 40243:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_events() != 44497:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_runtime_result() != 24155:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_runtime_result() != 55751:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_side() != 53473:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_conformance_checksum_constructor_vectorrun_new() != 17989:
+    if lib.uniffi_acp_inject_ffi_conformance_checksum_constructor_vectorrun_new() != 27138:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
 
 # A ctypes library to expose the extern-C FFI definitions.
@@ -724,7 +724,25 @@ _uniffi_check_contract_api_version(_UniffiLib)
 # Public interface members begin here.
 
 
+class _UniffiFfiConverterBytes(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        size = buf.read_i32()
+        if size < 0:
+            raise InternalError("Unexpected negative byte string length")
+        return buf.read(size)
 
+    @staticmethod
+    def check_lower(value):
+        try:
+            memoryview(value)
+        except TypeError:
+            raise TypeError("a bytes-like object is required, not {!r}".format(type(value).__name__))
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_i32(len(value))
+        buf.write(value)
 
 class _UniffiFfiConverterString:
     @staticmethod
@@ -758,16 +776,12 @@ class _UniffiFfiConverterString:
             builder.write(value.encode("utf-8"))
             return builder.finalize()
 
-
-
-
-
 @dataclass
 class SetupConnection:
     """
     A connection of an agent-side vector's setup.
 """
-    def __init__(self, *, id:acp_inject_ffi.ConnId, role:acp_inject_ffi.ConnectionRole):
+    def __init__(self, *, id:str, role:bytes):
         self.id = id
         self.role = role
         
@@ -787,19 +801,19 @@ class _UniffiFfiConverterTypeSetupConnection(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return SetupConnection(
-            id=acp_inject_ffi._UniffiFfiConverterTypeConnId.read(buf),
-            role=acp_inject_ffi._UniffiFfiConverterTypeConnectionRole.read(buf),
+            id=_UniffiFfiConverterString.read(buf),
+            role=_UniffiFfiConverterBytes.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        acp_inject_ffi._UniffiFfiConverterTypeConnId.check_lower(value.id)
-        acp_inject_ffi._UniffiFfiConverterTypeConnectionRole.check_lower(value.role)
+        _UniffiFfiConverterString.check_lower(value.id)
+        _UniffiFfiConverterBytes.check_lower(value.role)
 
     @staticmethod
     def write(value, buf):
-        acp_inject_ffi._UniffiFfiConverterTypeConnId.write(value.id, buf)
-        acp_inject_ffi._UniffiFfiConverterTypeConnectionRole.write(value.role, buf)
+        _UniffiFfiConverterString.write(value.id, buf)
+        _UniffiFfiConverterBytes.write(value.role, buf)
 
 class _UniffiFfiConverterSequenceTypeSetupConnection(_UniffiConverterRustBuffer):
     @classmethod
@@ -829,7 +843,7 @@ class AgentSetup:
     """
     How to set up the agent for an agent-side vector.
 """
-    def __init__(self, *, config:acp_inject_ffi.AgentConfig, session:str, cwd:str, connections:typing.List[SetupConnection]):
+    def __init__(self, *, config:bytes, session:str, cwd:str, connections:typing.List[SetupConnection]):
         self.config = config
         self.session = session
         self.cwd = cwd
@@ -855,7 +869,7 @@ class _UniffiFfiConverterTypeAgentSetup(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return AgentSetup(
-            config=acp_inject_ffi._UniffiFfiConverterTypeAgentConfig.read(buf),
+            config=_UniffiFfiConverterBytes.read(buf),
             session=_UniffiFfiConverterString.read(buf),
             cwd=_UniffiFfiConverterString.read(buf),
             connections=_UniffiFfiConverterSequenceTypeSetupConnection.read(buf),
@@ -863,44 +877,17 @@ class _UniffiFfiConverterTypeAgentSetup(_UniffiConverterRustBuffer):
 
     @staticmethod
     def check_lower(value):
-        acp_inject_ffi._UniffiFfiConverterTypeAgentConfig.check_lower(value.config)
+        _UniffiFfiConverterBytes.check_lower(value.config)
         _UniffiFfiConverterString.check_lower(value.session)
         _UniffiFfiConverterString.check_lower(value.cwd)
         _UniffiFfiConverterSequenceTypeSetupConnection.check_lower(value.connections)
 
     @staticmethod
     def write(value, buf):
-        acp_inject_ffi._UniffiFfiConverterTypeAgentConfig.write(value.config, buf)
+        _UniffiFfiConverterBytes.write(value.config, buf)
         _UniffiFfiConverterString.write(value.session, buf)
         _UniffiFfiConverterString.write(value.cwd, buf)
         _UniffiFfiConverterSequenceTypeSetupConnection.write(value.connections, buf)
-
-
-
-class _UniffiFfiConverterOptionalTypeInjectCapabilities(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            acp_inject_ffi._UniffiFfiConverterTypeInjectCapabilities.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        acp_inject_ffi._UniffiFfiConverterTypeInjectCapabilities.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return acp_inject_ffi._UniffiFfiConverterTypeInjectCapabilities.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
 
 class _UniffiFfiConverterUInt16(_UniffiConverterPrimitiveInt):
     CLASS_NAME = "u16"
@@ -915,39 +902,12 @@ class _UniffiFfiConverterUInt16(_UniffiConverterPrimitiveInt):
     def write(value, buf):
         buf.write_u16(value)
 
-
-
-class _UniffiFfiConverterOptionalTypeSteerFallback(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            acp_inject_ffi._UniffiFfiConverterTypeSteerFallback.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        acp_inject_ffi._UniffiFfiConverterTypeSteerFallback.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return acp_inject_ffi._UniffiFfiConverterTypeSteerFallback.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
 @dataclass
 class ClientSetup:
     """
     How to set up the client for a client-side vector.
 """
-    def __init__(self, *, session:str, capabilities:typing.Optional[acp_inject_ffi.InjectCapabilities], protocol_version:int, steer_fallback:typing.Optional[acp_inject_ffi.SteerFallback]):
+    def __init__(self, *, session:str, capabilities:bytes, protocol_version:int, steer_fallback:bytes):
         self.session = session
         self.capabilities = capabilities
         self.protocol_version = protocol_version
@@ -974,51 +934,24 @@ class _UniffiFfiConverterTypeClientSetup(_UniffiConverterRustBuffer):
     def read(buf):
         return ClientSetup(
             session=_UniffiFfiConverterString.read(buf),
-            capabilities=_UniffiFfiConverterOptionalTypeInjectCapabilities.read(buf),
+            capabilities=_UniffiFfiConverterBytes.read(buf),
             protocol_version=_UniffiFfiConverterUInt16.read(buf),
-            steer_fallback=_UniffiFfiConverterOptionalTypeSteerFallback.read(buf),
+            steer_fallback=_UniffiFfiConverterBytes.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.session)
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.check_lower(value.capabilities)
+        _UniffiFfiConverterBytes.check_lower(value.capabilities)
         _UniffiFfiConverterUInt16.check_lower(value.protocol_version)
-        _UniffiFfiConverterOptionalTypeSteerFallback.check_lower(value.steer_fallback)
+        _UniffiFfiConverterBytes.check_lower(value.steer_fallback)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterString.write(value.session, buf)
-        _UniffiFfiConverterOptionalTypeInjectCapabilities.write(value.capabilities, buf)
+        _UniffiFfiConverterBytes.write(value.capabilities, buf)
         _UniffiFfiConverterUInt16.write(value.protocol_version, buf)
-        _UniffiFfiConverterOptionalTypeSteerFallback.write(value.steer_fallback, buf)
-
-
-
-class _UniffiFfiConverterSequenceTypeContentBlock(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeContentBlock.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeContentBlock.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            acp_inject_ffi._UniffiFfiConverterTypeContentBlock.read(buf) for i in range(count)
-        ]
-
-
+        _UniffiFfiConverterBytes.write(value.steer_fallback, buf)
 
 class _UniffiFfiConverterBoolean:
     @classmethod
@@ -1048,7 +981,7 @@ class _UniffiFfiConverterBoolean:
 
 class ClientCall:
     """
-    A call of the client API.
+    A call of the client API (content: a list of `ContentBlock`, mode: an `InjectMode`, encoded).
 """
     def __init__(self):
         raise RuntimeError("ClientCall cannot be instantiated directly")
@@ -1057,7 +990,7 @@ class ClientCall:
     @dataclass
     class PROMPT:
         
-        def __init__(self, session:str, content:typing.List[acp_inject_ffi.ContentBlock]):
+        def __init__(self, session:str, content:bytes):
             self.session = session
             
             
@@ -1086,7 +1019,7 @@ class ClientCall:
     @dataclass
     class INJECT:
         
-        def __init__(self, session:str, mode:acp_inject_ffi.InjectMode, content:typing.List[acp_inject_ffi.ContentBlock]):
+        def __init__(self, session:str, mode:bytes, content:bytes):
             self.session = session
             
             
@@ -1149,7 +1082,7 @@ class ClientCall:
     @dataclass
     class REPLACE:
         
-        def __init__(self, session:str, message_id:str, content:typing.List[acp_inject_ffi.ContentBlock]):
+        def __init__(self, session:str, message_id:str, content:bytes):
             self.session = session
             
             
@@ -1346,13 +1279,13 @@ class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
         if variant == 1:
             return ClientCall.PROMPT(
                 _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+                _UniffiFfiConverterBytes.read(buf),
             )
         if variant == 2:
             return ClientCall.INJECT(
                 _UniffiFfiConverterString.read(buf),
-                acp_inject_ffi._UniffiFfiConverterTypeInjectMode.read(buf),
-                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+                _UniffiFfiConverterBytes.read(buf),
+                _UniffiFfiConverterBytes.read(buf),
             )
         if variant == 3:
             return ClientCall.REVOKE(
@@ -1363,7 +1296,7 @@ class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
             return ClientCall.REPLACE(
                 _UniffiFfiConverterString.read(buf),
                 _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterSequenceTypeContentBlock.read(buf),
+                _UniffiFfiConverterBytes.read(buf),
             )
         if variant == 5:
             return ClientCall.CANCEL(
@@ -1389,12 +1322,12 @@ class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
     def check_lower(value):
         if value.is_PROMPT():
             _UniffiFfiConverterString.check_lower(value.session)
-            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+            _UniffiFfiConverterBytes.check_lower(value.content)
             return
         if value.is_INJECT():
             _UniffiFfiConverterString.check_lower(value.session)
-            acp_inject_ffi._UniffiFfiConverterTypeInjectMode.check_lower(value.mode)
-            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+            _UniffiFfiConverterBytes.check_lower(value.mode)
+            _UniffiFfiConverterBytes.check_lower(value.content)
             return
         if value.is_REVOKE():
             _UniffiFfiConverterString.check_lower(value.session)
@@ -1403,7 +1336,7 @@ class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
         if value.is_REPLACE():
             _UniffiFfiConverterString.check_lower(value.session)
             _UniffiFfiConverterString.check_lower(value.message_id)
-            _UniffiFfiConverterSequenceTypeContentBlock.check_lower(value.content)
+            _UniffiFfiConverterBytes.check_lower(value.content)
             return
         if value.is_CANCEL():
             _UniffiFfiConverterString.check_lower(value.session)
@@ -1426,12 +1359,12 @@ class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
         if value.is_PROMPT():
             buf.write_i32(1)
             _UniffiFfiConverterString.write(value.session, buf)
-            _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+            _UniffiFfiConverterBytes.write(value.content, buf)
         if value.is_INJECT():
             buf.write_i32(2)
             _UniffiFfiConverterString.write(value.session, buf)
-            acp_inject_ffi._UniffiFfiConverterTypeInjectMode.write(value.mode, buf)
-            _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+            _UniffiFfiConverterBytes.write(value.mode, buf)
+            _UniffiFfiConverterBytes.write(value.content, buf)
         if value.is_REVOKE():
             buf.write_i32(3)
             _UniffiFfiConverterString.write(value.session, buf)
@@ -1440,7 +1373,7 @@ class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
             buf.write_i32(4)
             _UniffiFfiConverterString.write(value.session, buf)
             _UniffiFfiConverterString.write(value.message_id, buf)
-            _UniffiFfiConverterSequenceTypeContentBlock.write(value.content, buf)
+            _UniffiFfiConverterBytes.write(value.content, buf)
         if value.is_CANCEL():
             buf.write_i32(5)
             _UniffiFfiConverterString.write(value.session, buf)
@@ -1463,11 +1396,9 @@ class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
 
 
 
-
-
 class Instruction:
     """
-    What a conformance driver must do next.
+    What a conformance driver must do next (event: a `RuntimeEvent`, encoded).
 """
     def __init__(self):
         raise RuntimeError("Instruction cannot be instantiated directly")
@@ -1476,7 +1407,7 @@ class Instruction:
     @dataclass
     class CLIENT_LINE:
         
-        def __init__(self, connection:acp_inject_ffi.ConnId, line:str):
+        def __init__(self, connection:str, line:str):
             self.connection = connection
             
             
@@ -1505,7 +1436,7 @@ class Instruction:
     @dataclass
     class RUNTIME:
         
-        def __init__(self, session:str, event:acp_inject_ffi.RuntimeEvent):
+        def __init__(self, session:str, event:bytes):
             self.session = session
             
             
@@ -1577,27 +1508,26 @@ class Instruction:
     @dataclass
     class CALL:
         
-        def __init__(self, *values):
-            if len(values) != 1:
-                raise TypeError(f"Expected 1 arguments, found {len(values)}")
-            self._values = values
-
-        def __getitem__(self, index):
-            return self._values[index]
+        def __init__(self, call:ClientCall):
+            self.call = call
+            
+            
+            pass
 
     
             
             
-
     
         def __str__(self):
-            return f"Instruction.CALL{self._values!r}"
+            return "Instruction.CALL(call={})".format(self.call)
         def __eq__(self, other):
             if not isinstance(other, Instruction):
                 return NotImplemented
             if not other.is_CALL():
                 return False
-            return self._values == other._values
+            if self.call != other.call:
+                return False
+            return True
 
     @dataclass
     class RECEIVE:
@@ -1759,13 +1689,13 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
         variant = buf.read_i32()
         if variant == 1:
             return Instruction.CLIENT_LINE(
-                acp_inject_ffi._UniffiFfiConverterTypeConnId.read(buf),
+                _UniffiFfiConverterString.read(buf),
                 _UniffiFfiConverterString.read(buf),
             )
         if variant == 2:
             return Instruction.RUNTIME(
                 _UniffiFfiConverterString.read(buf),
-                acp_inject_ffi._UniffiFfiConverterTypeRuntimeEvent.read(buf),
+                _UniffiFfiConverterBytes.read(buf),
             )
         if variant == 3:
             return Instruction.EXPECT(
@@ -1799,12 +1729,12 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
     @staticmethod
     def check_lower(value):
         if value.is_CLIENT_LINE():
-            acp_inject_ffi._UniffiFfiConverterTypeConnId.check_lower(value.connection)
+            _UniffiFfiConverterString.check_lower(value.connection)
             _UniffiFfiConverterString.check_lower(value.line)
             return
         if value.is_RUNTIME():
             _UniffiFfiConverterString.check_lower(value.session)
-            acp_inject_ffi._UniffiFfiConverterTypeRuntimeEvent.check_lower(value.event)
+            _UniffiFfiConverterBytes.check_lower(value.event)
             return
         if value.is_EXPECT():
             return
@@ -1812,7 +1742,7 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
             _UniffiFfiConverterString.check_lower(value.session)
             return
         if value.is_CALL():
-            _UniffiFfiConverterTypeClientCall.check_lower(value._values[0])
+            _UniffiFfiConverterTypeClientCall.check_lower(value.call)
             return
         if value.is_RECEIVE():
             _UniffiFfiConverterString.check_lower(value.line)
@@ -1832,12 +1762,12 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
     def write(value, buf):
         if value.is_CLIENT_LINE():
             buf.write_i32(1)
-            acp_inject_ffi._UniffiFfiConverterTypeConnId.write(value.connection, buf)
+            _UniffiFfiConverterString.write(value.connection, buf)
             _UniffiFfiConverterString.write(value.line, buf)
         if value.is_RUNTIME():
             buf.write_i32(2)
             _UniffiFfiConverterString.write(value.session, buf)
-            acp_inject_ffi._UniffiFfiConverterTypeRuntimeEvent.write(value.event, buf)
+            _UniffiFfiConverterBytes.write(value.event, buf)
         if value.is_EXPECT():
             buf.write_i32(3)
         if value.is_EXPECT_HISTORY():
@@ -1845,7 +1775,7 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
             _UniffiFfiConverterString.write(value.session, buf)
         if value.is_CALL():
             buf.write_i32(5)
-            _UniffiFfiConverterTypeClientCall.write(value._values[0], buf)
+            _UniffiFfiConverterTypeClientCall.write(value.call, buf)
         if value.is_RECEIVE():
             buf.write_i32(6)
             _UniffiFfiConverterString.write(value.line, buf)
@@ -1929,33 +1859,6 @@ class _UniffiFfiConverterOptionalTypeAgentSetup(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-
-
-class _UniffiFfiConverterOptionalTypeCallRejected(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            acp_inject_ffi._UniffiFfiConverterTypeCallRejected.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        acp_inject_ffi._UniffiFfiConverterTypeCallRejected.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return acp_inject_ffi._UniffiFfiConverterTypeCallRejected.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
 class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -1981,119 +1884,19 @@ class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
 
 
 
-
-
-class _UniffiFfiConverterSequenceTypeHistoryEntry(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeHistoryEntry.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeHistoryEntry.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            acp_inject_ffi._UniffiFfiConverterTypeHistoryEntry.read(buf) for i in range(count)
-        ]
-
-
-
-class _UniffiFfiConverterOptionalTypeItemStatus(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            acp_inject_ffi._UniffiFfiConverterTypeItemStatus.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        acp_inject_ffi._UniffiFfiConverterTypeItemStatus.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return acp_inject_ffi._UniffiFfiConverterTypeItemStatus.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-
-
-class _UniffiFfiConverterSequenceTypeOutput(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeOutput.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeOutput.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            acp_inject_ffi._UniffiFfiConverterTypeOutput.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterSequenceTypeConnId(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeConnId.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeConnId.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            acp_inject_ffi._UniffiFfiConverterTypeConnId.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterMapStringSequenceTypeConnId(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterMapStringSequenceString(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, items):
         for (key, value) in items.items():
             _UniffiFfiConverterString.check_lower(key)
-            _UniffiFfiConverterSequenceTypeConnId.check_lower(value)
+            _UniffiFfiConverterSequenceString.check_lower(value)
 
     @classmethod
     def write(cls, items, buf):
         buf.write_i32(len(items))
         for (key, value) in items.items():
             _UniffiFfiConverterString.write(key, buf)
-            _UniffiFfiConverterSequenceTypeConnId.write(value, buf)
+            _UniffiFfiConverterSequenceString.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -2108,36 +1911,9 @@ class _UniffiFfiConverterMapStringSequenceTypeConnId(_UniffiConverterRustBuffer)
         d = {}
         for i in range(count):
             key = _UniffiFfiConverterString.read(buf)
-            val = _UniffiFfiConverterSequenceTypeConnId.read(buf)
+            val = _UniffiFfiConverterSequenceString.read(buf)
             d[key] = val
         return d
-
-
-
-class _UniffiFfiConverterOptionalTypeMirrorSnapshot(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            acp_inject_ffi._UniffiFfiConverterTypeMirrorSnapshot.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        acp_inject_ffi._UniffiFfiConverterTypeMirrorSnapshot.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return acp_inject_ffi._UniffiFfiConverterTypeMirrorSnapshot.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
 
 class _UniffiFfiConverterOptionalTypeClientSetup(_UniffiConverterRustBuffer):
     @classmethod
@@ -2190,58 +1966,6 @@ class _UniffiFfiConverterOptionalTypeInstruction(_UniffiConverterRustBuffer):
             raise InternalError("Unexpected flag byte for optional type")
 
 
-
-class _UniffiFfiConverterSequenceTypeEvent(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeEvent.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            acp_inject_ffi._UniffiFfiConverterTypeEvent.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            acp_inject_ffi._UniffiFfiConverterTypeEvent.read(buf) for i in range(count)
-        ]
-
-
-
-class _UniffiFfiConverterOptionalTypeHostError(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            acp_inject_ffi._UniffiFfiConverterTypeHostError.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        acp_inject_ffi._UniffiFfiConverterTypeHostError.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return acp_inject_ffi._UniffiFfiConverterTypeHostError.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-
 class VectorRunProtocol(typing.Protocol):
     """
     One vector being replayed by a driver.
@@ -2252,24 +1976,26 @@ class VectorRunProtocol(typing.Protocol):
         The agent setup of an agent-side vector.
 """
         raise NotImplementedError
-    def check_call(self, rejected: typing.Optional[acp_inject_ffi.CallRejected],sent: typing.List[str]) -> None:
+    def check_call(self, rejected: bytes,sent: typing.List[str]) -> None:
         """
-        Reports a call's result (`None` when it was sent) and the lines it sent.
+        Reports a call's result (`rejected`: an optional `CallRejected`, encoded; absent when it
+        was sent) and the lines it sent.
 """
         raise NotImplementedError
-    def check_history(self, history: typing.List[acp_inject_ffi.HistoryEntry]) -> None:
+    def check_history(self, history: bytes) -> None:
         """
-        Reports a session's history.
+        Reports a session's history (a list of `HistoryEntry`, encoded).
 """
         raise NotImplementedError
-    def check_item(self, status: typing.Optional[acp_inject_ffi.ItemStatus]) -> None:
+    def check_item(self, status: bytes) -> None:
         """
-        Reports an item's status.
+        Reports an item's status (an optional `ItemStatus`, encoded).
 """
         raise NotImplementedError
-    def check_outputs(self, outputs: typing.List[acp_inject_ffi.Output],attached: dict[str, typing.List[acp_inject_ffi.ConnId]]) -> None:
+    def check_outputs(self, outputs: bytes,attached: dict[str, typing.List[str]]) -> None:
         """
-        Reports the outputs drained, with the connections attached to each live session.
+        Reports the outputs drained (a list of `Output`, encoded), with the connections attached
+        to each live session.
 """
         raise NotImplementedError
     def check_sent(self, sent: typing.List[str]) -> None:
@@ -2277,9 +2003,9 @@ class VectorRunProtocol(typing.Protocol):
         Reports the lines the client sent since the last call (`expectSent`).
 """
         raise NotImplementedError
-    def check_state(self, snapshot: typing.Optional[acp_inject_ffi.MirrorSnapshot]) -> None:
+    def check_state(self, snapshot: bytes) -> None:
         """
-        Reports a session's snapshot.
+        Reports a session's snapshot (an optional `MirrorSnapshot`, encoded).
 """
         raise NotImplementedError
     def client_setup(self, ) -> typing.Optional[ClientSetup]:
@@ -2298,14 +2024,15 @@ class VectorRunProtocol(typing.Protocol):
         `check_outputs`).
 """
         raise NotImplementedError
-    def record_events(self, events: typing.List[acp_inject_ffi.Event]) -> None:
+    def record_events(self, events: bytes) -> None:
         """
-        Reports the events a received line caused.
+        Reports the events a received line caused (a list of `Event`, encoded).
 """
         raise NotImplementedError
-    def record_runtime_result(self, host_error: typing.Optional[acp_inject_ffi.HostError]) -> None:
+    def record_runtime_result(self, host_error: bytes) -> None:
         """
-        Reports a runtime event's result: `None` if accepted, else the host error.
+        Reports a runtime event's result: `host_error` is an optional `HostError`, encoded
+        (absent if the event was accepted).
 """
         raise NotImplementedError
     def side(self, ) -> Side:
@@ -2330,7 +2057,7 @@ class VectorRun(VectorRunProtocol):
             _UniffiFfiConverterString.lower(vector_json),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeVectorRun.lift
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_constructor_vectorrun_new,
@@ -2370,78 +2097,80 @@ class VectorRun(VectorRunProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def check_call(self, rejected: typing.Optional[acp_inject_ffi.CallRejected],sent: typing.List[str]) -> None:
+    def check_call(self, rejected: bytes,sent: typing.List[str]) -> None:
         """
-        Reports a call's result (`None` when it was sent) and the lines it sent.
+        Reports a call's result (`rejected`: an optional `CallRejected`, encoded; absent when it
+        was sent) and the lines it sent.
 """
         
-        _UniffiFfiConverterOptionalTypeCallRejected.check_lower(rejected)
+        _UniffiFfiConverterBytes.check_lower(rejected)
 
         _UniffiFfiConverterSequenceString.check_lower(sent)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalTypeCallRejected.lower(rejected),
+            _UniffiFfiConverterBytes.lower(rejected),
             _UniffiFfiConverterSequenceString.lower(sent),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_call,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def check_history(self, history: typing.List[acp_inject_ffi.HistoryEntry]) -> None:
+    def check_history(self, history: bytes) -> None:
         """
-        Reports a session's history.
+        Reports a session's history (a list of `HistoryEntry`, encoded).
 """
         
-        _UniffiFfiConverterSequenceTypeHistoryEntry.check_lower(history)
+        _UniffiFfiConverterBytes.check_lower(history)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterSequenceTypeHistoryEntry.lower(history),
+            _UniffiFfiConverterBytes.lower(history),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_history,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def check_item(self, status: typing.Optional[acp_inject_ffi.ItemStatus]) -> None:
+    def check_item(self, status: bytes) -> None:
         """
-        Reports an item's status.
+        Reports an item's status (an optional `ItemStatus`, encoded).
 """
         
-        _UniffiFfiConverterOptionalTypeItemStatus.check_lower(status)
+        _UniffiFfiConverterBytes.check_lower(status)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalTypeItemStatus.lower(status),
+            _UniffiFfiConverterBytes.lower(status),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_item,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def check_outputs(self, outputs: typing.List[acp_inject_ffi.Output],attached: dict[str, typing.List[acp_inject_ffi.ConnId]]) -> None:
+    def check_outputs(self, outputs: bytes,attached: dict[str, typing.List[str]]) -> None:
         """
-        Reports the outputs drained, with the connections attached to each live session.
+        Reports the outputs drained (a list of `Output`, encoded), with the connections attached
+        to each live session.
 """
         
-        _UniffiFfiConverterSequenceTypeOutput.check_lower(outputs)
+        _UniffiFfiConverterBytes.check_lower(outputs)
 
-        _UniffiFfiConverterMapStringSequenceTypeConnId.check_lower(attached)
+        _UniffiFfiConverterMapStringSequenceString.check_lower(attached)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterSequenceTypeOutput.lower(outputs),
-            _UniffiFfiConverterMapStringSequenceTypeConnId.lower(attached),
+            _UniffiFfiConverterBytes.lower(outputs),
+            _UniffiFfiConverterMapStringSequenceString.lower(attached),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_outputs,
@@ -2459,25 +2188,25 @@ class VectorRun(VectorRunProtocol):
             _UniffiFfiConverterSequenceString.lower(sent),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def check_state(self, snapshot: typing.Optional[acp_inject_ffi.MirrorSnapshot]) -> None:
+    def check_state(self, snapshot: bytes) -> None:
         """
-        Reports a session's snapshot.
+        Reports a session's snapshot (an optional `MirrorSnapshot`, encoded).
 """
         
-        _UniffiFfiConverterOptionalTypeMirrorSnapshot.check_lower(snapshot)
+        _UniffiFfiConverterBytes.check_lower(snapshot)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalTypeMirrorSnapshot.lower(snapshot),
+            _UniffiFfiConverterBytes.lower(snapshot),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_state,
@@ -2523,43 +2252,44 @@ class VectorRun(VectorRunProtocol):
             self._uniffi_clone_handle(),
         )
         _uniffi_lift_return = _UniffiFfiConverterOptionalTypeInstruction.lift
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_next,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def record_events(self, events: typing.List[acp_inject_ffi.Event]) -> None:
+    def record_events(self, events: bytes) -> None:
         """
-        Reports the events a received line caused.
+        Reports the events a received line caused (a list of `Event`, encoded).
 """
         
-        _UniffiFfiConverterSequenceTypeEvent.check_lower(events)
+        _UniffiFfiConverterBytes.check_lower(events)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterSequenceTypeEvent.lower(events),
+            _UniffiFfiConverterBytes.lower(events),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_record_events,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def record_runtime_result(self, host_error: typing.Optional[acp_inject_ffi.HostError]) -> None:
+    def record_runtime_result(self, host_error: bytes) -> None:
         """
-        Reports a runtime event's result: `None` if accepted, else the host error.
+        Reports a runtime event's result: `host_error` is an optional `HostError`, encoded
+        (absent if the event was accepted).
 """
         
-        _UniffiFfiConverterOptionalTypeHostError.check_lower(host_error)
+        _UniffiFfiConverterBytes.check_lower(host_error)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalTypeHostError.lower(host_error),
+            _UniffiFfiConverterBytes.lower(host_error),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeAcpError
+        _uniffi_error_converter = acp_inject_ffi._UniffiFfiConverterTypeFfiError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_record_runtime_result,

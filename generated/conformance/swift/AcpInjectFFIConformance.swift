@@ -549,6 +549,24 @@ fileprivate struct FfiConverterString: FfiConverter {
     }
 }
 
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterData: FfiConverterRustBuffer {
+    typealias SwiftType = Data
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Data {
+        let len: Int32 = try readInt(&buf)
+        return Data(try readBytes(&buf, count: Int(len)))
+    }
+
+    public static func write(_ value: Data, into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        writeBytes(&buf, value)
+    }
+}
+
 
 
 
@@ -563,24 +581,26 @@ public protocol VectorRunProtocol: AnyObject, Sendable {
     func agentSetup()  -> AgentSetup?
     
     /**
-     * Reports a call's result (`None` when it was sent) and the lines it sent.
+     * Reports a call's result (`rejected`: an optional `CallRejected`, encoded; absent when it
+     * was sent) and the lines it sent.
      */
-    func checkCall(rejected: CallRejected?, sent: [String]) throws 
+    func checkCall(rejected: Data, sent: [String]) throws 
     
     /**
-     * Reports a session's history.
+     * Reports a session's history (a list of `HistoryEntry`, encoded).
      */
-    func checkHistory(history: [HistoryEntry]) throws 
+    func checkHistory(history: Data) throws 
     
     /**
-     * Reports an item's status.
+     * Reports an item's status (an optional `ItemStatus`, encoded).
      */
-    func checkItem(status: ItemStatus?) throws 
+    func checkItem(status: Data) throws 
     
     /**
-     * Reports the outputs drained, with the connections attached to each live session.
+     * Reports the outputs drained (a list of `Output`, encoded), with the connections attached
+     * to each live session.
      */
-    func checkOutputs(outputs: [Output], attached: [String: [ConnId]]) throws 
+    func checkOutputs(outputs: Data, attached: [String: [String]]) throws 
     
     /**
      * Reports the lines the client sent since the last call (`expectSent`).
@@ -588,9 +608,9 @@ public protocol VectorRunProtocol: AnyObject, Sendable {
     func checkSent(sent: [String]) throws 
     
     /**
-     * Reports a session's snapshot.
+     * Reports a session's snapshot (an optional `MirrorSnapshot`, encoded).
      */
-    func checkState(snapshot: MirrorSnapshot?) throws 
+    func checkState(snapshot: Data) throws 
     
     /**
      * The client setup of a client-side vector.
@@ -609,14 +629,15 @@ public protocol VectorRunProtocol: AnyObject, Sendable {
     func next() throws  -> Instruction?
     
     /**
-     * Reports the events a received line caused.
+     * Reports the events a received line caused (a list of `Event`, encoded).
      */
-    func recordEvents(events: [Event]) throws 
+    func recordEvents(events: Data) throws 
     
     /**
-     * Reports a runtime event's result: `None` if accepted, else the host error.
+     * Reports a runtime event's result: `host_error` is an optional `HostError`, encoded
+     * (absent if the event was accepted).
      */
-    func recordRuntimeResult(hostError: HostError?) throws 
+    func recordRuntimeResult(hostError: Data) throws 
     
     /**
      * Which side it drives.
@@ -671,7 +692,7 @@ open class VectorRun: VectorRunProtocol, @unchecked Sendable {
      */
 public convenience init(vectorJson: String)throws  {
     let handle =
-        try rustCallWithError(FfiConverterTypeAcpError_lift) {
+        try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_constructor_vectorrun_new(
         FfiConverterString.lower(vectorJson),uniffiCallStatus
@@ -705,51 +726,53 @@ open func agentSetup() -> AgentSetup?  {
 }
     
     /**
-     * Reports a call's result (`None` when it was sent) and the lines it sent.
+     * Reports a call's result (`rejected`: an optional `CallRejected`, encoded; absent when it
+     * was sent) and the lines it sent.
      */
-open func checkCall(rejected: CallRejected?, sent: [String])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func checkCall(rejected: Data, sent: [String])throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_call(
             self.uniffiCloneHandle(),
-        FfiConverterOptionTypeCallRejected.lower(rejected),
+        FfiConverterData.lower(rejected),
         FfiConverterSequenceString.lower(sent),uniffiCallStatus
     )
 }
 }
     
     /**
-     * Reports a session's history.
+     * Reports a session's history (a list of `HistoryEntry`, encoded).
      */
-open func checkHistory(history: [HistoryEntry])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func checkHistory(history: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_history(
             self.uniffiCloneHandle(),
-        FfiConverterSequenceTypeHistoryEntry.lower(history),uniffiCallStatus
+        FfiConverterData.lower(history),uniffiCallStatus
     )
 }
 }
     
     /**
-     * Reports an item's status.
+     * Reports an item's status (an optional `ItemStatus`, encoded).
      */
-open func checkItem(status: ItemStatus?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func checkItem(status: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_item(
             self.uniffiCloneHandle(),
-        FfiConverterOptionTypeItemStatus.lower(status),uniffiCallStatus
+        FfiConverterData.lower(status),uniffiCallStatus
     )
 }
 }
     
     /**
-     * Reports the outputs drained, with the connections attached to each live session.
+     * Reports the outputs drained (a list of `Output`, encoded), with the connections attached
+     * to each live session.
      */
-open func checkOutputs(outputs: [Output], attached: [String: [ConnId]])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func checkOutputs(outputs: Data, attached: [String: [String]])throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_outputs(
             self.uniffiCloneHandle(),
-        FfiConverterSequenceTypeOutput.lower(outputs),
-        FfiConverterDictionaryStringSequenceTypeConnId.lower(attached),uniffiCallStatus
+        FfiConverterData.lower(outputs),
+        FfiConverterDictionaryStringSequenceString.lower(attached),uniffiCallStatus
     )
 }
 }
@@ -757,7 +780,7 @@ open func checkOutputs(outputs: [Output], attached: [String: [ConnId]])throws   
     /**
      * Reports the lines the client sent since the last call (`expectSent`).
      */
-open func checkSent(sent: [String])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func checkSent(sent: [String])throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent(
             self.uniffiCloneHandle(),
@@ -767,13 +790,13 @@ open func checkSent(sent: [String])throws   {try rustCallWithError(FfiConverterT
 }
     
     /**
-     * Reports a session's snapshot.
+     * Reports a session's snapshot (an optional `MirrorSnapshot`, encoded).
      */
-open func checkState(snapshot: MirrorSnapshot?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func checkState(snapshot: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_state(
             self.uniffiCloneHandle(),
-        FfiConverterOptionTypeMirrorSnapshot.lower(snapshot),uniffiCallStatus
+        FfiConverterData.lower(snapshot),uniffiCallStatus
     )
 }
 }
@@ -807,7 +830,7 @@ open func name() -> String  {
      * `check_outputs`).
      */
 open func next()throws  -> Instruction?  {
-    return try  FfiConverterOptionTypeInstruction.lift(try rustCallWithError(FfiConverterTypeAcpError_lift) {
+    return try  FfiConverterOptionTypeInstruction.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_next(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -816,25 +839,26 @@ open func next()throws  -> Instruction?  {
 }
     
     /**
-     * Reports the events a received line caused.
+     * Reports the events a received line caused (a list of `Event`, encoded).
      */
-open func recordEvents(events: [Event])throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func recordEvents(events: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_record_events(
             self.uniffiCloneHandle(),
-        FfiConverterSequenceTypeEvent.lower(events),uniffiCallStatus
+        FfiConverterData.lower(events),uniffiCallStatus
     )
 }
 }
     
     /**
-     * Reports a runtime event's result: `None` if accepted, else the host error.
+     * Reports a runtime event's result: `host_error` is an optional `HostError`, encoded
+     * (absent if the event was accepted).
      */
-open func recordRuntimeResult(hostError: HostError?)throws   {try rustCallWithError(FfiConverterTypeAcpError_lift) {
+open func recordRuntimeResult(hostError: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
         uniffiCallStatus in
     uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_record_runtime_result(
             self.uniffiCloneHandle(),
-        FfiConverterOptionTypeHostError.lower(hostError),uniffiCallStatus
+        FfiConverterData.lower(hostError),uniffiCallStatus
     )
 }
 }
@@ -903,14 +927,20 @@ public func FfiConverterTypeVectorRun_lower(_ value: VectorRun) -> UInt64 {
  * How to set up the agent for an agent-side vector.
  */
 public struct AgentSetup: Equatable, Hashable {
-    public var config: AgentConfig
+    /**
+     * An `AgentConfig`, encoded.
+     */
+    public var config: Data
     public var session: String
     public var cwd: String
     public var connections: [SetupConnection]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(config: AgentConfig, session: String, cwd: String, connections: [SetupConnection]) {
+    public init(
+        /**
+         * An `AgentConfig`, encoded.
+         */config: Data, session: String, cwd: String, connections: [SetupConnection]) {
         self.config = config
         self.session = session
         self.cwd = cwd
@@ -933,7 +963,7 @@ public struct FfiConverterTypeAgentSetup: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AgentSetup {
         return
             try AgentSetup(
-                config: FfiConverterTypeAgentConfig.read(from: &buf), 
+                config: FfiConverterData.read(from: &buf), 
                 session: FfiConverterString.read(from: &buf), 
                 cwd: FfiConverterString.read(from: &buf), 
                 connections: FfiConverterSequenceTypeSetupConnection.read(from: &buf)
@@ -941,7 +971,7 @@ public struct FfiConverterTypeAgentSetup: FfiConverterRustBuffer {
     }
 
     public static func write(_ value: AgentSetup, into buf: inout [UInt8]) {
-        FfiConverterTypeAgentConfig.write(value.config, into: &buf)
+        FfiConverterData.write(value.config, into: &buf)
         FfiConverterString.write(value.session, into: &buf)
         FfiConverterString.write(value.cwd, into: &buf)
         FfiConverterSequenceTypeSetupConnection.write(value.connections, into: &buf)
@@ -969,13 +999,25 @@ public func FfiConverterTypeAgentSetup_lower(_ value: AgentSetup) -> RustBuffer 
  */
 public struct ClientSetup: Equatable, Hashable {
     public var session: String
-    public var capabilities: InjectCapabilities?
+    /**
+     * An optional `InjectCapabilities`, encoded.
+     */
+    public var capabilities: Data
     public var protocolVersion: UInt16
-    public var steerFallback: SteerFallback?
+    /**
+     * An optional `SteerFallback`, encoded.
+     */
+    public var steerFallback: Data
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(session: String, capabilities: InjectCapabilities?, protocolVersion: UInt16, steerFallback: SteerFallback?) {
+    public init(session: String, 
+        /**
+         * An optional `InjectCapabilities`, encoded.
+         */capabilities: Data, protocolVersion: UInt16, 
+        /**
+         * An optional `SteerFallback`, encoded.
+         */steerFallback: Data) {
         self.session = session
         self.capabilities = capabilities
         self.protocolVersion = protocolVersion
@@ -999,17 +1041,17 @@ public struct FfiConverterTypeClientSetup: FfiConverterRustBuffer {
         return
             try ClientSetup(
                 session: FfiConverterString.read(from: &buf), 
-                capabilities: FfiConverterOptionTypeInjectCapabilities.read(from: &buf), 
+                capabilities: FfiConverterData.read(from: &buf), 
                 protocolVersion: FfiConverterUInt16.read(from: &buf), 
-                steerFallback: FfiConverterOptionTypeSteerFallback.read(from: &buf)
+                steerFallback: FfiConverterData.read(from: &buf)
         )
     }
 
     public static func write(_ value: ClientSetup, into buf: inout [UInt8]) {
         FfiConverterString.write(value.session, into: &buf)
-        FfiConverterOptionTypeInjectCapabilities.write(value.capabilities, into: &buf)
+        FfiConverterData.write(value.capabilities, into: &buf)
         FfiConverterUInt16.write(value.protocolVersion, into: &buf)
-        FfiConverterOptionTypeSteerFallback.write(value.steerFallback, into: &buf)
+        FfiConverterData.write(value.steerFallback, into: &buf)
     }
 }
 
@@ -1033,12 +1075,18 @@ public func FfiConverterTypeClientSetup_lower(_ value: ClientSetup) -> RustBuffe
  * A connection of an agent-side vector's setup.
  */
 public struct SetupConnection: Equatable, Hashable {
-    public var id: ConnId
-    public var role: ConnectionRole
+    public var id: String
+    /**
+     * A `ConnectionRole`, encoded.
+     */
+    public var role: Data
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
-    public init(id: ConnId, role: ConnectionRole) {
+    public init(id: String, 
+        /**
+         * A `ConnectionRole`, encoded.
+         */role: Data) {
         self.id = id
         self.role = role
     }
@@ -1059,14 +1107,14 @@ public struct FfiConverterTypeSetupConnection: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SetupConnection {
         return
             try SetupConnection(
-                id: FfiConverterTypeConnId.read(from: &buf), 
-                role: FfiConverterTypeConnectionRole.read(from: &buf)
+                id: FfiConverterString.read(from: &buf), 
+                role: FfiConverterData.read(from: &buf)
         )
     }
 
     public static func write(_ value: SetupConnection, into buf: inout [UInt8]) {
-        FfiConverterTypeConnId.write(value.id, into: &buf)
-        FfiConverterTypeConnectionRole.write(value.role, into: &buf)
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterData.write(value.role, into: &buf)
     }
 }
 
@@ -1087,18 +1135,18 @@ public func FfiConverterTypeSetupConnection_lower(_ value: SetupConnection) -> R
 
 
 /**
- * A call of the client API.
+ * A call of the client API (content: a list of `ContentBlock`, mode: an `InjectMode`, encoded).
  */
 
 public enum ClientCall: Equatable, Hashable {
     
-    case prompt(session: String, content: [ContentBlock]
+    case prompt(session: String, content: Data
     )
-    case inject(session: String, mode: InjectMode, content: [ContentBlock]
+    case inject(session: String, mode: Data, content: Data
     )
     case revoke(session: String, messageId: String
     )
-    case replace(session: String, messageId: String, content: [ContentBlock]
+    case replace(session: String, messageId: String, content: Data
     )
     case cancel(session: String
     )
@@ -1129,16 +1177,16 @@ public struct FfiConverterTypeClientCall: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .prompt(session: try FfiConverterString.read(from: &buf), content: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
+        case 1: return .prompt(session: try FfiConverterString.read(from: &buf), content: try FfiConverterData.read(from: &buf)
         )
         
-        case 2: return .inject(session: try FfiConverterString.read(from: &buf), mode: try FfiConverterTypeInjectMode.read(from: &buf), content: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
+        case 2: return .inject(session: try FfiConverterString.read(from: &buf), mode: try FfiConverterData.read(from: &buf), content: try FfiConverterData.read(from: &buf)
         )
         
         case 3: return .revoke(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf)
         )
         
-        case 4: return .replace(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf), content: try FfiConverterSequenceTypeContentBlock.read(from: &buf)
+        case 4: return .replace(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf), content: try FfiConverterData.read(from: &buf)
         )
         
         case 5: return .cancel(session: try FfiConverterString.read(from: &buf)
@@ -1164,14 +1212,14 @@ public struct FfiConverterTypeClientCall: FfiConverterRustBuffer {
         case let .prompt(session,content):
             writeInt(&buf, Int32(1))
             FfiConverterString.write(session, into: &buf)
-            FfiConverterSequenceTypeContentBlock.write(content, into: &buf)
+            FfiConverterData.write(content, into: &buf)
             
         
         case let .inject(session,mode,content):
             writeInt(&buf, Int32(2))
             FfiConverterString.write(session, into: &buf)
-            FfiConverterTypeInjectMode.write(mode, into: &buf)
-            FfiConverterSequenceTypeContentBlock.write(content, into: &buf)
+            FfiConverterData.write(mode, into: &buf)
+            FfiConverterData.write(content, into: &buf)
             
         
         case let .revoke(session,messageId):
@@ -1184,7 +1232,7 @@ public struct FfiConverterTypeClientCall: FfiConverterRustBuffer {
             writeInt(&buf, Int32(4))
             FfiConverterString.write(session, into: &buf)
             FfiConverterString.write(messageId, into: &buf)
-            FfiConverterSequenceTypeContentBlock.write(content, into: &buf)
+            FfiConverterData.write(content, into: &buf)
             
         
         case let .cancel(session):
@@ -1230,19 +1278,19 @@ public func FfiConverterTypeClientCall_lower(_ value: ClientCall) -> RustBuffer 
 
 
 /**
- * What a conformance driver must do next.
+ * What a conformance driver must do next (event: a `RuntimeEvent`, encoded).
  */
 
 public enum Instruction: Equatable, Hashable {
     
-    case clientLine(connection: ConnId, line: String
+    case clientLine(connection: String, line: String
     )
-    case runtime(session: String, event: RuntimeEvent
+    case runtime(session: String, event: Data
     )
     case expect
     case expectHistory(session: String
     )
-    case call(ClientCall
+    case call(call: ClientCall
     )
     case receive(line: String
     )
@@ -1272,10 +1320,10 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .clientLine(connection: try FfiConverterTypeConnId.read(from: &buf), line: try FfiConverterString.read(from: &buf)
+        case 1: return .clientLine(connection: try FfiConverterString.read(from: &buf), line: try FfiConverterString.read(from: &buf)
         )
         
-        case 2: return .runtime(session: try FfiConverterString.read(from: &buf), event: try FfiConverterTypeRuntimeEvent.read(from: &buf)
+        case 2: return .runtime(session: try FfiConverterString.read(from: &buf), event: try FfiConverterData.read(from: &buf)
         )
         
         case 3: return .expect
@@ -1283,7 +1331,7 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
         case 4: return .expectHistory(session: try FfiConverterString.read(from: &buf)
         )
         
-        case 5: return .call(try FfiConverterTypeClientCall.read(from: &buf)
+        case 5: return .call(call: try FfiConverterTypeClientCall.read(from: &buf)
         )
         
         case 6: return .receive(line: try FfiConverterString.read(from: &buf)
@@ -1307,14 +1355,14 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
         
         case let .clientLine(connection,line):
             writeInt(&buf, Int32(1))
-            FfiConverterTypeConnId.write(connection, into: &buf)
+            FfiConverterString.write(connection, into: &buf)
             FfiConverterString.write(line, into: &buf)
             
         
         case let .runtime(session,event):
             writeInt(&buf, Int32(2))
             FfiConverterString.write(session, into: &buf)
-            FfiConverterTypeRuntimeEvent.write(event, into: &buf)
+            FfiConverterData.write(event, into: &buf)
             
         
         case .expect:
@@ -1326,9 +1374,9 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
             FfiConverterString.write(session, into: &buf)
             
         
-        case let .call(v1):
+        case let .call(call):
             writeInt(&buf, Int32(5))
-            FfiConverterTypeClientCall.write(v1, into: &buf)
+            FfiConverterTypeClientCall.write(call, into: &buf)
             
         
         case let .receive(line):
@@ -1442,54 +1490,6 @@ public func FfiConverterTypeSide_lower(_ value: Side) -> RustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeInjectCapabilities: FfiConverterRustBuffer {
-    typealias SwiftType = InjectCapabilities?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeInjectCapabilities.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeInjectCapabilities.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeMirrorSnapshot: FfiConverterRustBuffer {
-    typealias SwiftType = MirrorSnapshot?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeMirrorSnapshot.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeMirrorSnapshot.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionTypeAgentSetup: FfiConverterRustBuffer {
     typealias SwiftType = AgentSetup?
 
@@ -1530,102 +1530,6 @@ fileprivate struct FfiConverterOptionTypeClientSetup: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeClientSetup.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeCallRejected: FfiConverterRustBuffer {
-    typealias SwiftType = CallRejected?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeCallRejected.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeCallRejected.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeHostError: FfiConverterRustBuffer {
-    typealias SwiftType = HostError?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeHostError.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeHostError.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeItemStatus: FfiConverterRustBuffer {
-    typealias SwiftType = ItemStatus?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeItemStatus.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeItemStatus.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterOptionTypeSteerFallback: FfiConverterRustBuffer {
-    typealias SwiftType = SteerFallback?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterTypeSteerFallback.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterTypeSteerFallback.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -1708,148 +1612,23 @@ fileprivate struct FfiConverterSequenceTypeSetupConnection: FfiConverterRustBuff
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterSequenceTypeContentBlock: FfiConverterRustBuffer {
-    typealias SwiftType = [ContentBlock]
-
-    public static func write(_ value: [ContentBlock], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeContentBlock.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ContentBlock] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ContentBlock]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeContentBlock.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeEvent: FfiConverterRustBuffer {
-    typealias SwiftType = [Event]
-
-    public static func write(_ value: [Event], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeEvent.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Event] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Event]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeEvent.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeHistoryEntry: FfiConverterRustBuffer {
-    typealias SwiftType = [HistoryEntry]
-
-    public static func write(_ value: [HistoryEntry], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeHistoryEntry.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [HistoryEntry] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [HistoryEntry]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeHistoryEntry.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeOutput: FfiConverterRustBuffer {
-    typealias SwiftType = [Output]
-
-    public static func write(_ value: [Output], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeOutput.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Output] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [Output]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeOutput.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterSequenceTypeConnId: FfiConverterRustBuffer {
-    typealias SwiftType = [ConnId]
-
-    public static func write(_ value: [ConnId], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for item in value {
-            FfiConverterTypeConnId.write(item, into: &buf)
-        }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ConnId] {
-        let len: Int32 = try readInt(&buf)
-        var seq = [ConnId]()
-        seq.reserveCapacity(Int(len))
-        for _ in 0 ..< len {
-            seq.append(try FfiConverterTypeConnId.read(from: &buf))
-        }
-        return seq
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterDictionaryStringSequenceTypeConnId: FfiConverterRustBuffer {
-    public static func write(_ value: [String: [ConnId]], into buf: inout [UInt8]) {
+fileprivate struct FfiConverterDictionaryStringSequenceString: FfiConverterRustBuffer {
+    public static func write(_ value: [String: [String]], into buf: inout [UInt8]) {
         let len = Int32(value.count)
         writeInt(&buf, len)
         for (key, value) in value {
             FfiConverterString.write(key, into: &buf)
-            FfiConverterSequenceTypeConnId.write(value, into: &buf)
+            FfiConverterSequenceString.write(value, into: &buf)
         }
     }
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: [ConnId]] {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: [String]] {
         let len: Int32 = try readInt(&buf)
-        var dict = [String: [ConnId]]()
+        var dict = [String: [String]]()
         dict.reserveCapacity(Int(len))
         for _ in 0..<len {
             let key = try FfiConverterString.read(from: &buf)
-            let value = try FfiConverterSequenceTypeConnId.read(from: &buf)
+            let value = try FfiConverterSequenceString.read(from: &buf)
             dict[key] = value
         }
         return dict
@@ -1874,22 +1653,22 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_agent_setup() != 2265) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_call() != 42865) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_call() != 36737) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_history() != 59158) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_history() != 18492) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() != 32631) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() != 31743) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 33723) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() != 30111) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() != 21456) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() != 56698) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() != 1655) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() != 3477) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_client_setup() != 19752) {
@@ -1898,19 +1677,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_name() != 33051) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_next() != 25069) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_next() != 14273) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_events() != 40243) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_events() != 44497) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_runtime_result() != 24155) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_runtime_result() != 55751) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_side() != 53473) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_conformance_checksum_constructor_vectorrun_new() != 17989) {
+    if (uniffi_acp_inject_ffi_conformance_checksum_constructor_vectorrun_new() != 27138) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -11,7 +11,7 @@ available features and content types.
 See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#agent-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentCapabilities {
     ///Whether the agent supports `session/load`.
     #[serde(
@@ -52,7 +52,7 @@ pub struct AgentCapabilities {
 ///A chunk of the agent's response being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentMessageChunk {
     pub content: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     /**A unique identifier for the message this chunk belongs to.
@@ -76,7 +76,7 @@ A change in `messageId` indicates a new message has started.*/
 ///A chunk of the agent's internal reasoning being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct AgentThoughtChunk {
     pub content: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     /**A unique identifier for the message this chunk belongs to.
@@ -102,7 +102,7 @@ Describes the name and version of an ACP implementation, with an optional
 title for UI representation.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct Implementation {
     /**Intended for programmatic or logical use, but can be used as a display
 name fallback if title isn't present.*/
@@ -132,7 +132,7 @@ Contains the negotiated protocol version and agent capabilities.
 See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v1/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct InitializeResponse {
     #[serde(rename = "protocolVersion")]
     pub protocol_version: ProtocolVersion,
@@ -173,7 +173,7 @@ Note: in future versions of the protocol, this will be required.*/
 ///Response from loading an existing session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct LoadSessionResponse {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_loadsessionresponse_meta")]
@@ -185,7 +185,7 @@ pub struct LoadSessionResponse {
 ///MCP capabilities supported by the agent
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct McpCapabilities {
     ///Agent supports `http` MCP servers.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -250,7 +250,7 @@ impl ::std::str::FromStr for MessageId {
 See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/agent-plan)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct Plan {
     /**The list of tasks to be accomplished.
 
@@ -282,7 +282,7 @@ the agent can process.
 See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#prompt-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PromptCapabilities {
     ///Agent supports `image` content blocks.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -317,7 +317,7 @@ in prompt requests for pieces of context that are referenced in the message.*/
 See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/prompt-turn#4-check-for-completion)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct PromptResponse {
     #[serde(rename = "stopReason")]
     pub stop_reason: StopReason,
@@ -382,7 +382,7 @@ Sent when the agent needs authorization before performing a sensitive operation.
 See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v1/tool-calls#requesting-permission)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct RequestPermissionRequest {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -408,7 +408,7 @@ supported session lifecycle requests. Agents that also support
 complete ordered additional-root list associated with a listed session.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionAdditionalDirectoriesCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(
@@ -430,7 +430,7 @@ Note: `session/load` is still handled by the top-level `loadSession` capability.
 See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#session-capabilities)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionCapabilities {
     /**Whether the agent supports `session/list`.
 
@@ -486,7 +486,7 @@ Supplying `{}` means the agent supports closing sessions.*/
 Supplying `{}` means the agent supports closing sessions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionCloseCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionclosecapabilities_meta")]
@@ -545,7 +545,7 @@ impl ::std::str::FromStr for SessionId {
 ///Session metadata has been updated (title, timestamps, custom metadata)
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionInfoUpdate {
     ///Human-readable title for the session. Set to null to clear.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -572,7 +572,7 @@ pub struct SessionInfoUpdate {
 Supplying `{}` means the agent supports listing sessions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionListCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionlistcapabilities_meta")]
@@ -588,7 +588,7 @@ Used to stream real-time progress and results during prompt processing.
 See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v1/prompt-turn#3-agent-reports-output)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionNotification {
     #[serde(rename = "sessionId")]
     pub session_id: SessionId,
@@ -605,7 +605,7 @@ pub struct SessionNotification {
 Supplying `{}` means the agent supports resuming sessions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct SessionResumeCapabilities {
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessionresumecapabilities_meta")]
@@ -617,7 +617,7 @@ pub struct SessionResumeCapabilities {
 ///Notification that a new tool call has been initiated.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ToolCall {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -723,7 +723,7 @@ impl ::std::str::FromStr for ToolCallId {
 ///Update on the status or results of a tool call.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct ToolCallUpdate {
     #[serde(rename = "toolCallId")]
     pub tool_call_id: ToolCallId,
@@ -783,7 +783,7 @@ the existing name is left unchanged.*/
 ///Context window and cost update for the session.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct UsageUpdate {
     ///Tokens currently in context.
     pub used: u64,
@@ -804,7 +804,7 @@ pub struct UsageUpdate {
 ///A chunk of the user's message being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
-#[cfg_attr(not(feature = "uniffi-remote"), non_exhaustive)]
+#[non_exhaustive]
 pub struct UserMessageChunk {
     pub content: ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     /**A unique identifier for the message this chunk belongs to.

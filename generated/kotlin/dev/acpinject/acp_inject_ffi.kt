@@ -733,8 +733,6 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_func_connect_url(
     ): Int
-    external fun uniffi_acp_inject_ffi_checksum_func_default_connect_options(
-    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session(
@@ -816,8 +814,6 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_receive(
-    ): Int
-    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text(
     ): Int
@@ -982,7 +978,7 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(`ptr`: Long,`connection`: RustBuffer.ByValue,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(`ptr`: Long,`connection`: RustBuffer.ByValue,`bytes`: ForeignBytes.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(`ptr`: Long,`connection`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1055,8 +1051,6 @@ internal object UniffiLib {
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_protocol_version(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Int
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_receive(`ptr`: Long,`line`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes(`ptr`: Long,`bytes`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_receive_text(`ptr`: Long,`text`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1200,8 +1194,6 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_acp_inject_ffi_fn_func_connect_url(`url`: RustBuffer.ByValue,`bearerToken`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
-    external fun uniffi_acp_inject_ffi_fn_func_default_connect_options(uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
     external fun ffi_acp_inject_ffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_acp_inject_ffi_rustbuffer_from_bytes(`bytes`: ForeignBytes.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1321,7 +1313,7 @@ private fun uniffiCheckContractApiVersion(lib: IntegrityCheckingUniffiLib) {
 }
 @Suppress("UNUSED_PARAMETER")
 private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
-    if ((lib.uniffi_acp_inject_ffi_checksum_func_default_agent_config() and 0xFFFF) != 49862) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_func_default_agent_config() and 0xFFFF) != 40580) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_func_library_version() and 0xFFFF) != 52156) {
@@ -1330,241 +1322,235 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime() and 0xFFFF) != 36246) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_func_connect() and 0xFFFF) != 16908) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_func_connect() and 0xFFFF) != 25559) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_func_connect_url() and 0xFFFF) != 19648) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_func_connect_url() and 0xFFFF) != 47841) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_func_default_connect_options() and 0xFFFF) != 4057) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() and 0xFFFF) != 50880) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() and 0xFFFF) != 20804) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() and 0xFFFF) != 42405) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() and 0xFFFF) != 19302) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() and 0xFFFF) != 40889) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() and 0xFFFF) != 23955) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() and 0xFFFF) != 40250) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_create_session() and 0xFFFF) != 21520) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() and 0xFFFF) != 47137) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach() and 0xFFFF) != 17791) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() and 0xFFFF) != 7596) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_detach_and_drain() and 0xFFFF) != 33590) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() and 0xFFFF) != 37019) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_forget_session() and 0xFFFF) != 29884) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() and 0xFFFF) != 7923) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_bytes() and 0xFFFF) != 60819) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() and 0xFFFF) != 33069) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_end() and 0xFFFF) != 30013) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() and 0xFFFF) != 56507) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_line() and 0xFFFF) != 14150) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() and 0xFFFF) != 9192) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_handle_text() and 0xFFFF) != 33464) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() and 0xFFFF) != 39301) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_history() and 0xFFFF) != 22208) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() and 0xFFFF) != 617) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_is_live() and 0xFFFF) != 7960) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() and 0xFFFF) != 17109) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id() and 0xFFFF) != 43122) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() and 0xFFFF) != 33756) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() and 0xFFFF) != 58384) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() and 0xFFFF) != 14158) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() and 0xFFFF) != 29145) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() and 0xFFFF) != 55349) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() and 0xFFFF) != 58007) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() and 0xFFFF) != 51326) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_request_permission() and 0xFFFF) != 19076) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() and 0xFFFF) != 26616) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_runtime_event() and 0xFFFF) != 61832) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() and 0xFFFF) != 35482) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_session_ids() and 0xFFFF) != 38049) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() and 0xFFFF) != 1413) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_snapshot() and 0xFFFF) != 59152) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_turn() and 0xFFFF) != 14814) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_turn() and 0xFFFF) != 6667) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() and 0xFFFF) != 50122) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_answer_permission() and 0xFFFF) != 58905) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() and 0xFFFF) != 12980) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent() and 0xFFFF) != 56572) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() and 0xFFFF) != 20) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() and 0xFFFF) != 40704) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() and 0xFFFF) != 63349) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() and 0xFFFF) != 4052) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() and 0xFFFF) != 61354) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() and 0xFFFF) != 12865) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_feed() and 0xFFFF) != 15905) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_feed() and 0xFFFF) != 61280) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish() and 0xFFFF) != 59589) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_finish() and 0xFFFF) != 27128) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() and 0xFFFF) != 50828) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_ignored_lines() and 0xFFFF) != 31507) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() and 0xFFFF) != 64481) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_initialize() and 0xFFFF) != 51818) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject() and 0xFFFF) != 37317) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_inject() and 0xFFFF) != 26593) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() and 0xFFFF) != 23624) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_item_status() and 0xFFFF) != 57911) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_line_port() and 0xFFFF) != 17484) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() and 0xFFFF) != 30530) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_list_sessions() and 0xFFFF) != 1586) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() and 0xFFFF) != 32815) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_mirror_json() and 0xFFFF) != 22866) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() and 0xFFFF) != 3922) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_new_session() and 0xFFFF) != 21144) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() and 0xFFFF) != 5288) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_open_session() and 0xFFFF) != 38519) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() and 0xFFFF) != 9354) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_prompt() and 0xFFFF) != 20900) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_protocol_version() and 0xFFFF) != 9568) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive() and 0xFFFF) != 31061) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive() and 0xFFFF) != 19452) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_bytes() and 0xFFFF) != 56476) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() and 0xFFFF) != 65455) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_receive_text() and 0xFFFF) != 24124) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_replace() and 0xFFFF) != 10453) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_replace() and 0xFFFF) != 46173) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume() and 0xFFFF) != 3734) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_resume() and 0xFFFF) != 31548) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() and 0xFFFF) != 37981) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_revoke() and 0xFFFF) != 5880) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() and 0xFFFF) != 42484) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_set_steer_fallback() and 0xFFFF) != 38462) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() and 0xFFFF) != 40775) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_snapshot() and 0xFFFF) != 40125) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_status() and 0xFFFF) != 32984) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_status() and 0xFFFF) != 63091) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() and 0xFFFF) != 11448) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_events() and 0xFFFF) != 46042) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() and 0xFFFF) != 31569) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_take_outgoing() and 0xFFFF) != 55684) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_agent() and 0xFFFF) != 21625) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_agent() and 0xFFFF) != 63726) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_close() and 0xFFFF) != 23543) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_close() and 0xFFFF) != 37947) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_ignored() and 0xFFFF) != 28865) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() and 0xFFFF) != 62449) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() and 0xFFFF) != 46794) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_new_session() and 0xFFFF) != 26606) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_new_session() and 0xFFFF) != 18876) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_resume() and 0xFFFF) != 62332) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_resume() and 0xFFFF) != 5329) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_answer_permission() and 0xFFFF) != 2513) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_answer_permission() and 0xFFFF) != 65215) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_cancel() and 0xFFFF) != 51655) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_cancel() and 0xFFFF) != 35545) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_close() and 0xFFFF) != 36163) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_close() and 0xFFFF) != 19413) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_session_id() and 0xFFFF) != 16900) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_inject() and 0xFFFF) != 9031) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_inject() and 0xFFFF) != 6814) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_next_events() and 0xFFFF) != 54340) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_next_events() and 0xFFFF) != 23866) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_prompt() and 0xFFFF) != 56958) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_prompt() and 0xFFFF) != 44832) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_replace() and 0xFFFF) != 42428) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_replace() and 0xFFFF) != 19048) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_revoke() and 0xFFFF) != 12529) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_revoke() and 0xFFFF) != 44585) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_snapshot() and 0xFFFF) != 37688) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_snapshot() and 0xFFFF) != 46993) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_status() and 0xFFFF) != 56003) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_status() and 0xFFFF) != 50852) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_take_events() and 0xFFFF) != 6021) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_session_take_events() and 0xFFFF) != 27445) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() and 0xFFFF) != 56552) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_run_turn() and 0xFFFF) != 38339) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() and 0xFFFF) != 494) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_opened() and 0xFFFF) != 37723) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() and 0xFFFF) != 14050) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() and 0xFFFF) != 17838) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() and 0xFFFF) != 11773) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() and 0xFFFF) != 37723) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() and 0xFFFF) != 28543) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() and 0xFFFF) != 1025) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 33003) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 41243) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() and 0xFFFF) != 39081) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() and 0xFFFF) != 45764) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_sessions() and 0xFFFF) != 48304) {
@@ -1573,19 +1559,19 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_shutdown() and 0xFFFF) != 35244) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() and 0xFFFF) != 63536) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_start_turn() and 0xFFFF) != 20906) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() and 0xFFFF) != 63243) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_stopped() and 0xFFFF) != 56994) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() and 0xFFFF) != 16409) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_break_point() and 0xFFFF) != 16429) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_cancelled() and 0xFFFF) != 11660) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() and 0xFFFF) != 6699) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_clear_message() and 0xFFFF) != 4571) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_cwd() and 0xFFFF) != 51118) {
@@ -1600,46 +1586,46 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_is_cancelled() and 0xFFFF) != 18154) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() and 0xFFFF) != 56317) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_new_message_id() and 0xFFFF) != 42740) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused() and 0xFFFF) != 20052) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_paused() and 0xFFFF) != 11680) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() and 0xFFFF) != 9818) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_request_permission() and 0xFFFF) != 58221) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() and 0xFFFF) != 27654) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_resumed() and 0xFFFF) != 63131) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send() and 0xFFFF) != 52709) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send() and 0xFFFF) != 3938) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() and 0xFFFF) != 25486) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_send_text() and 0xFFFF) != 2970) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_session_id() and 0xFFFF) != 11773) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() and 0xFFFF) != 28482) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_finished() and 0xFFFF) != 53703) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() and 0xFFFF) != 46369) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_turncontext_stream_started() and 0xFFFF) != 37399) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() and 0xFFFF) != 8579) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_new() and 0xFFFF) != 34033) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() and 0xFFFF) != 8506) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_open() and 0xFFFF) != 47623) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() and 0xFFFF) != 35658) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentcore_restore() and 0xFFFF) != 34165) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_constructor_clientcore_new() and 0xFFFF) != 6627) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() and 0xFFFF) != 14852) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_constructor_agentserver_new() and 0xFFFF) != 34970) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -1989,52 +1975,6 @@ public object FfiConverterUShort: FfiConverter<UShort, Short> {
 /**
  * @suppress
  */
-public object FfiConverterUInt: FfiConverter<UInt, Int> {
-    override fun lift(value: Int): UInt {
-        return value.toUInt()
-    }
-
-    override fun read(buf: ByteBuffer): UInt {
-        return lift(buf.getInt())
-    }
-
-    override fun lower(value: UInt): Int {
-        return value.toInt()
-    }
-
-    override fun allocationSize(value: UInt) = 4UL
-
-    override fun write(value: UInt, buf: ByteBuffer) {
-        buf.putInt(value.toInt())
-    }
-}
-
-/**
- * @suppress
- */
-public object FfiConverterInt: FfiConverter<Int, Int> {
-    override fun lift(value: Int): Int {
-        return value
-    }
-
-    override fun read(buf: ByteBuffer): Int {
-        return buf.getInt()
-    }
-
-    override fun lower(value: Int): Int {
-        return value
-    }
-
-    override fun allocationSize(value: Int) = 4UL
-
-    override fun write(value: Int, buf: ByteBuffer) {
-        buf.putInt(value)
-    }
-}
-
-/**
- * @suppress
- */
 public object FfiConverterULong: FfiConverter<ULong, Long> {
     override fun lift(value: Long): ULong {
         return value.toULong()
@@ -2052,52 +1992,6 @@ public object FfiConverterULong: FfiConverter<ULong, Long> {
 
     override fun write(value: ULong, buf: ByteBuffer) {
         buf.putLong(value.toLong())
-    }
-}
-
-/**
- * @suppress
- */
-public object FfiConverterLong: FfiConverter<Long, Long> {
-    override fun lift(value: Long): Long {
-        return value
-    }
-
-    override fun read(buf: ByteBuffer): Long {
-        return buf.getLong()
-    }
-
-    override fun lower(value: Long): Long {
-        return value
-    }
-
-    override fun allocationSize(value: Long) = 8UL
-
-    override fun write(value: Long, buf: ByteBuffer) {
-        buf.putLong(value)
-    }
-}
-
-/**
- * @suppress
- */
-public object FfiConverterDouble: FfiConverter<Double, Double> {
-    override fun lift(value: Double): Double {
-        return value
-    }
-
-    override fun read(buf: ByteBuffer): Double {
-        return buf.getDouble()
-    }
-
-    override fun lower(value: Double): Double {
-        return value
-    }
-
-    override fun allocationSize(value: Double) = 8UL
-
-    override fun write(value: Double, buf: ByteBuffer) {
-        buf.putDouble(value)
     }
 }
 
@@ -2302,19 +2196,19 @@ public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
 public interface AgentCoreInterface {
     
     /**
-     * Registers a connection with a role.
+     * Registers a connection with a role (a `ConnectionRole`).
      */
-    fun `attach`(`connection`: ConnId, `role`: ConnectionRole)
+    fun `attach`(`connection`: kotlin.String, `role`: kotlin.ByteArray)
     
     /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
-    fun `attachToSession`(`connection`: ConnId, `sessionId`: kotlin.String): kotlin.Boolean
+    fun `attachToSession`(`connection`: kotlin.String, `sessionId`: kotlin.String): kotlin.Boolean
     
     /**
      * The connections attached to a session.
      */
-    fun `attached`(`sessionId`: kotlin.String): List<ConnId>
+    fun `attached`(`sessionId`: kotlin.String): List<kotlin.String>
     
     /**
      * Creates an idle session with a chosen id; `false` when the id is taken.
@@ -2326,12 +2220,12 @@ public interface AgentCoreInterface {
      * it could answer are answered `cancelled` (drain them with the next call's outputs, or
      * call [`AgentCore::detach_and_drain`]).
      */
-    fun `detach`(`connection`: ConnId)
+    fun `detach`(`connection`: kotlin.String)
     
     /**
      * Like [`AgentCore::detach`], returning the outputs it caused.
      */
-    fun `detachAndDrain`(`connection`: ConnId): List<Output>
+    fun `detachAndDrain`(`connection`: kotlin.String): kotlin.ByteArray
     
     /**
      * Forgets a session and its history.
@@ -2343,29 +2237,29 @@ public interface AgentCoreInterface {
      * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
      * the next call. Returns every output, in order.
      */
-    fun `handleBytes`(`connection`: ConnId, `bytes`: kotlin.ByteArray): List<Output>
+    fun `handleBytes`(`connection`: kotlin.String, `bytes`: java.nio.ByteBuffer): kotlin.ByteArray
     
     /**
      * `connection`'s stream ended: a last line without a newline is applied. Returns every
      * output, in order. Then call [`AgentCore::detach_and_drain`].
      */
-    fun `handleEnd`(`connection`: ConnId): List<Output>
+    fun `handleEnd`(`connection`: kotlin.String): kotlin.ByteArray
     
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    fun `handleLine`(`connection`: ConnId, `line`: kotlin.String): List<Output>
+    fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): kotlin.ByteArray
     
     /**
      * Applies newline-separated lines given as one string (one crossing for many lines);
      * returns every output, in order.
      */
-    fun `handleText`(`connection`: ConnId, `lines`: kotlin.String): List<Output>
+    fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): kotlin.ByteArray
     
     /**
-     * The session's history (R-REPLAY-1), as stored.
+     * The session's history (R-REPLAY-1), as stored (a list of `HistoryEntry`).
      */
-    fun `history`(`sessionId`: kotlin.String): List<HistoryEntry>
+    fun `history`(`sessionId`: kotlin.String): kotlin.ByteArray
     
     /**
      * Whether the agent holds the session live (R-STATUS-1).
@@ -2375,12 +2269,12 @@ public interface AgentCoreInterface {
     /**
      * A fresh id for an agent message or thought.
      */
-    fun `mintAgentMessageId`(): MessageId
+    fun `mintAgentMessageId`(): kotlin.String
     
     /**
-     * The session's pending injects in delivery order.
+     * The session's pending injects in delivery order (a list of `PendingInject`).
      */
-    fun `pending`(`sessionId`: kotlin.String): List<PendingInject>
+    fun `pending`(`sessionId`: kotlin.String): kotlin.ByteArray
     
     /**
      * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
@@ -2397,14 +2291,15 @@ public interface AgentCoreInterface {
     /**
      * Asks the session's controllers for permission (R-PERM-2): the core sends
      * `session/request_permission` and returns its id with the outputs; the answer arrives
-     * later as a `PermissionAnswered` action with that id.
+     * later as a `PermissionAnswered` action with that id. `ask` is a `PermissionAsk`; the
+     * result a `PermissionRequestSent`.
      */
-    fun `requestPermission`(`sessionId`: kotlin.String, `ask`: PermissionAsk): PermissionRequestSent
+    fun `requestPermission`(`sessionId`: kotlin.String, `ask`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
-     * Applies a runtime event of a session; returns every output it caused.
+     * Applies a runtime event (a `RuntimeEvent`) of a session; returns every output it caused.
      */
-    fun `runtimeEvent`(`sessionId`: kotlin.String, `event`: RuntimeEvent): List<Output>
+    fun `runtimeEvent`(`sessionId`: kotlin.String, `event`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
      * The live sessions.
@@ -2417,9 +2312,9 @@ public interface AgentCoreInterface {
     fun `snapshot`(): kotlin.String
     
     /**
-     * A live session's turn.
+     * A live session's turn (an optional `TurnPhase`).
      */
-    fun `turn`(`sessionId`: kotlin.String): Turn?
+    fun `turn`(`sessionId`: kotlin.String): kotlin.ByteArray
     
     companion object
 }
@@ -2452,15 +2347,15 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
         this.cleanable = null
     }
     /**
-     * An agent keeping sessions in memory.
+     * An agent keeping sessions in memory, configured by `config` (an `AgentConfig`).
      */
-    constructor(`config`: AgentConfig) :
+    constructor(`config`: kotlin.ByteArray) :
         this(UniffiWithHandle, 
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_new(
     
         
-        FfiConverterTypeAgentConfig.lower(`config`),_status)
+        FfiConverterByteArray.lower(`config`),_status)
 }
     )
 
@@ -2542,17 +2437,17 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * Registers a connection with a role.
+     * Registers a connection with a role (a `ConnectionRole`).
      */
-    @Throws(AcpException::class)override fun `attach`(`connection`: ConnId, `role`: ConnectionRole)
+    @Throws(FfiException::class)override fun `attach`(`connection`: kotlin.String, `role`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach(
         it,
         
-        FfiConverterTypeConnId.lower(`connection`),
-        FfiConverterTypeConnectionRole.lower(`role`),_status)
+        FfiConverterString.lower(`connection`),
+        FfiConverterByteArray.lower(`role`),_status)
 }
     }
     
@@ -2562,14 +2457,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
-    @Throws(AcpException::class)override fun `attachToSession`(`connection`: ConnId, `sessionId`: kotlin.String): kotlin.Boolean {
+    @Throws(FfiException::class)override fun `attachToSession`(`connection`: kotlin.String, `sessionId`: kotlin.String): kotlin.Boolean {
             return FfiConverterBoolean.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(
         it,
         
-        FfiConverterTypeConnId.lower(`connection`),
+        FfiConverterString.lower(`connection`),
         FfiConverterString.lower(`sessionId`),_status)
 }
     }
@@ -2581,10 +2476,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * The connections attached to a session.
      */
-    @Throws(AcpException::class)override fun `attached`(`sessionId`: kotlin.String): List<ConnId> {
-            return FfiConverterSequenceTypeConnId.lift(
+    @Throws(FfiException::class)override fun `attached`(`sessionId`: kotlin.String): List<kotlin.String> {
+            return FfiConverterSequenceString.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attached(
         it,
         
@@ -2599,10 +2494,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Creates an idle session with a chosen id; `false` when the id is taken.
      */
-    @Throws(AcpException::class)override fun `createSession`(`sessionId`: kotlin.String, `cwd`: kotlin.String): kotlin.Boolean {
+    @Throws(FfiException::class)override fun `createSession`(`sessionId`: kotlin.String, `cwd`: kotlin.String): kotlin.Boolean {
             return FfiConverterBoolean.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_create_session(
         it,
         
@@ -2620,14 +2515,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * it could answer are answered `cancelled` (drain them with the next call's outputs, or
      * call [`AgentCore::detach_and_drain`]).
      */
-    @Throws(AcpException::class)override fun `detach`(`connection`: ConnId)
+    @Throws(FfiException::class)override fun `detach`(`connection`: kotlin.String)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach(
         it,
         
-        FfiConverterTypeConnId.lower(`connection`),_status)
+        FfiConverterString.lower(`connection`),_status)
 }
     }
     
@@ -2637,14 +2532,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Like [`AgentCore::detach`], returning the outputs it caused.
      */
-    @Throws(AcpException::class)override fun `detachAndDrain`(`connection`: ConnId): List<Output> {
-            return FfiConverterSequenceTypeOutput.lift(
+    @Throws(FfiException::class)override fun `detachAndDrain`(`connection`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_detach_and_drain(
         it,
         
-        FfiConverterTypeConnId.lower(`connection`),_status)
+        FfiConverterString.lower(`connection`),_status)
 }
     }
     )
@@ -2655,10 +2550,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Forgets a session and its history.
      */
-    @Throws(AcpException::class)override fun `forgetSession`(`sessionId`: kotlin.String)
+    @Throws(FfiException::class)override fun `forgetSession`(`sessionId`: kotlin.String)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_forget_session(
         it,
         
@@ -2674,15 +2569,15 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * lines are applied (invalid UTF-8 in a line is a parse error), a partial line waits for
      * the next call. Returns every output, in order.
      */
-    @Throws(AcpException::class)override fun `handleBytes`(`connection`: ConnId, `bytes`: kotlin.ByteArray): List<Output> {
-            return FfiConverterSequenceTypeOutput.lift(
+    @Throws(FfiException::class)override fun `handleBytes`(`connection`: kotlin.String, `bytes`: java.nio.ByteBuffer): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_bytes(
         it,
         
-        FfiConverterTypeConnId.lower(`connection`),
-        FfiConverterByteArray.lower(`bytes`),_status)
+        FfiConverterString.lower(`connection`),
+        FfiConverterByRefBytes.lower(`bytes`),_status)
 }
     }
     )
@@ -2694,14 +2589,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * `connection`'s stream ended: a last line without a newline is applied. Returns every
      * output, in order. Then call [`AgentCore::detach_and_drain`].
      */
-    @Throws(AcpException::class)override fun `handleEnd`(`connection`: ConnId): List<Output> {
-            return FfiConverterSequenceTypeOutput.lift(
+    @Throws(FfiException::class)override fun `handleEnd`(`connection`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_end(
         it,
         
-        FfiConverterTypeConnId.lower(`connection`),_status)
+        FfiConverterString.lower(`connection`),_status)
 }
     }
     )
@@ -2712,14 +2607,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Applies one line from `connection`; returns every output it caused, in order.
      */
-    @Throws(AcpException::class)override fun `handleLine`(`connection`: ConnId, `line`: kotlin.String): List<Output> {
-            return FfiConverterSequenceTypeOutput.lift(
+    @Throws(FfiException::class)override fun `handleLine`(`connection`: kotlin.String, `line`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_line(
         it,
         
-        FfiConverterTypeConnId.lower(`connection`),
+        FfiConverterString.lower(`connection`),
         FfiConverterString.lower(`line`),_status)
 }
     }
@@ -2732,14 +2627,14 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * Applies newline-separated lines given as one string (one crossing for many lines);
      * returns every output, in order.
      */
-    @Throws(AcpException::class)override fun `handleText`(`connection`: ConnId, `lines`: kotlin.String): List<Output> {
-            return FfiConverterSequenceTypeOutput.lift(
+    @Throws(FfiException::class)override fun `handleText`(`connection`: kotlin.String, `lines`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_handle_text(
         it,
         
-        FfiConverterTypeConnId.lower(`connection`),
+        FfiConverterString.lower(`connection`),
         FfiConverterString.lower(`lines`),_status)
 }
     }
@@ -2749,12 +2644,12 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * The session's history (R-REPLAY-1), as stored.
+     * The session's history (R-REPLAY-1), as stored (a list of `HistoryEntry`).
      */
-    @Throws(AcpException::class)override fun `history`(`sessionId`: kotlin.String): List<HistoryEntry> {
-            return FfiConverterSequenceTypeHistoryEntry.lift(
+    @Throws(FfiException::class)override fun `history`(`sessionId`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_history(
         it,
         
@@ -2769,10 +2664,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Whether the agent holds the session live (R-STATUS-1).
      */
-    @Throws(AcpException::class)override fun `isLive`(`sessionId`: kotlin.String): kotlin.Boolean {
+    @Throws(FfiException::class)override fun `isLive`(`sessionId`: kotlin.String): kotlin.Boolean {
             return FfiConverterBoolean.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_is_live(
         it,
         
@@ -2787,10 +2682,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * A fresh id for an agent message or thought.
      */
-    @Throws(AcpException::class)override fun `mintAgentMessageId`(): MessageId {
-            return FfiConverterTypeMessageId.lift(
+    @Throws(FfiException::class)override fun `mintAgentMessageId`(): kotlin.String {
+            return FfiConverterString.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(
         it,
         _status)
@@ -2802,12 +2697,12 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * The session's pending injects in delivery order.
+     * The session's pending injects in delivery order (a list of `PendingInject`).
      */
-    @Throws(AcpException::class)override fun `pending`(`sessionId`: kotlin.String): List<PendingInject> {
-            return FfiConverterSequenceTypePendingInject.lift(
+    @Throws(FfiException::class)override fun `pending`(`sessionId`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending(
         it,
         
@@ -2823,10 +2718,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
      * milliseconds; `None` otherwise.
      */
-    @Throws(AcpException::class)override fun `renewEveryMs`(): kotlin.ULong? {
+    @Throws(FfiException::class)override fun `renewEveryMs`(): kotlin.ULong? {
             return FfiConverterOptionalULong.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms(
         it,
         _status)
@@ -2841,10 +2736,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * On a store several hosts share: extends this host's leases. An error means another
      * host took one of its sessions over: stop serving, and let clients resume elsewhere.
      */
-    @Throws(AcpException::class)override fun `renewLeases`()
+    @Throws(FfiException::class)override fun `renewLeases`()
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_leases(
         it,
         _status)
@@ -2857,17 +2752,18 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * Asks the session's controllers for permission (R-PERM-2): the core sends
      * `session/request_permission` and returns its id with the outputs; the answer arrives
-     * later as a `PermissionAnswered` action with that id.
+     * later as a `PermissionAnswered` action with that id. `ask` is a `PermissionAsk`; the
+     * result a `PermissionRequestSent`.
      */
-    @Throws(AcpException::class)override fun `requestPermission`(`sessionId`: kotlin.String, `ask`: PermissionAsk): PermissionRequestSent {
-            return FfiConverterTypePermissionRequestSent.lift(
+    @Throws(FfiException::class)override fun `requestPermission`(`sessionId`: kotlin.String, `ask`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_request_permission(
         it,
         
         FfiConverterString.lower(`sessionId`),
-        FfiConverterTypePermissionAsk.lower(`ask`),_status)
+        FfiConverterByteArray.lower(`ask`),_status)
 }
     }
     )
@@ -2876,17 +2772,17 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * Applies a runtime event of a session; returns every output it caused.
+     * Applies a runtime event (a `RuntimeEvent`) of a session; returns every output it caused.
      */
-    @Throws(AcpException::class)override fun `runtimeEvent`(`sessionId`: kotlin.String, `event`: RuntimeEvent): List<Output> {
-            return FfiConverterSequenceTypeOutput.lift(
+    @Throws(FfiException::class)override fun `runtimeEvent`(`sessionId`: kotlin.String, `event`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_runtime_event(
         it,
         
         FfiConverterString.lower(`sessionId`),
-        FfiConverterTypeRuntimeEvent.lower(`event`),_status)
+        FfiConverterByteArray.lower(`event`),_status)
 }
     }
     )
@@ -2897,10 +2793,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * The live sessions.
      */
-    @Throws(AcpException::class)override fun `sessionIds`(): List<kotlin.String> {
+    @Throws(FfiException::class)override fun `sessionIds`(): List<kotlin.String> {
             return FfiConverterSequenceString.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_session_ids(
         it,
         _status)
@@ -2914,10 +2810,10 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
     /**
      * The live state as JSON, for [`AgentCore::restore`] (drain first).
      */
-    @Throws(AcpException::class)override fun `snapshot`(): kotlin.String {
+    @Throws(FfiException::class)override fun `snapshot`(): kotlin.String {
             return FfiConverterString.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_snapshot(
         it,
         _status)
@@ -2929,12 +2825,12 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
 
     
     /**
-     * A live session's turn.
+     * A live session's turn (an optional `TurnPhase`).
      */
-    @Throws(AcpException::class)override fun `turn`(`sessionId`: kotlin.String): Turn? {
-            return FfiConverterOptionalTypeTurn.lift(
+    @Throws(FfiException::class)override fun `turn`(`sessionId`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_turn(
         it,
         
@@ -2959,13 +2855,13 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * continues from them. On a shared store the host calls `renew_leases` every
      * `renew_every_ms`.
      */
-    @Throws(AcpException::class) fun `open`(`config`: AgentConfig, `path`: kotlin.String): AgentCore {
+    @Throws(FfiException::class) fun `open`(`config`: kotlin.ByteArray, `path`: kotlin.String): AgentCore {
             return FfiConverterTypeAgentCore.lift(
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_open(
     
         
-        FfiConverterTypeAgentConfig.lower(`config`),
+        FfiConverterByteArray.lower(`config`),
         FfiConverterString.lower(`path`),_status)
 }
     )
@@ -2977,13 +2873,13 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
      * An agent continuing from [`AgentCore::snapshot`] (history starts empty: it lives in a
      * store, not in the snapshot).
      */
-    @Throws(AcpException::class) fun `restore`(`config`: AgentConfig, `snapshot`: kotlin.String): AgentCore {
+    @Throws(FfiException::class) fun `restore`(`config`: kotlin.ByteArray, `snapshot`: kotlin.String): AgentCore {
             return FfiConverterTypeAgentCore.lift(
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentcore_restore(
     
         
-        FfiConverterTypeAgentConfig.lower(`config`),
+        FfiConverterByteArray.lower(`config`),
         FfiConverterString.lower(`snapshot`),_status)
 }
     )
@@ -3116,37 +3012,38 @@ public object FfiConverterTypeAgentCore: FfiConverter<AgentCore, Long> {
 
 
 /**
- * What an agent author implements (the thin layer of each language gives defaults for the
- * optional methods).
+ * What an agent author implements (each language's layer implements it over the author's
+ * own agent class, with defaults for the optional methods). Values cross encoded.
  */
 public interface AgentRuntime {
     
     /**
-     * Runs one turn whose opening input is `input` (empty when the runtime started it).
+     * Runs one turn whose opening input is `input` (a list of `UserInput`; empty when the
+     * runtime started it); returns how it ended (a `TurnEnd`).
      */
-    suspend fun `runTurn`(`turn`: TurnContext, `input`: List<UserInput>): TurnEnd
+    suspend fun `runTurn`(`turn`: TurnContext, `input`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
-     * A client created a session.
+     * A client created a session (`setup` is a `SessionSetup`).
      */
-    suspend fun `sessionOpened`(`sessionId`: kotlin.String, `setup`: SessionSetup)
+    suspend fun `sessionOpened`(`sessionId`: kotlin.String, `setup`: kotlin.ByteArray)
     
     /**
      * A client resumed a session (its history was already replayed).
      */
-    suspend fun `sessionResumed`(`sessionId`: kotlin.String, `setup`: SessionSetup)
+    suspend fun `sessionResumed`(`sessionId`: kotlin.String, `setup`: kotlin.ByteArray)
     
     /**
-     * The session was closed; `dropped` were pending (never delivered).
+     * The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
      */
-    suspend fun `sessionClosed`(`sessionId`: kotlin.String, `dropped`: List<PendingInject>)
+    suspend fun `sessionClosed`(`sessionId`: kotlin.String, `dropped`: kotlin.ByteArray)
     
     companion object
 }
 
 /**
- * What an agent author implements (the thin layer of each language gives defaults for the
- * optional methods).
+ * What an agent author implements (each language's layer implements it over the author's
+ * own agent class, with defaults for the optional methods). Values cross encoded.
  */
 open class AgentRuntimeImpl: Disposable, AutoCloseable, AgentRuntime
 {
@@ -3251,44 +3148,45 @@ open class AgentRuntimeImpl: Disposable, AutoCloseable, AgentRuntime
 
     
     /**
-     * Runs one turn whose opening input is `input` (empty when the runtime started it).
+     * Runs one turn whose opening input is `input` (a list of `UserInput`; empty when the
+     * runtime started it); returns how it ended (a `TurnEnd`).
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `runTurn`(`turn`: TurnContext, `input`: List<UserInput>) : TurnEnd {
+    override suspend fun `runTurn`(`turn`: TurnContext, `input`: kotlin.ByteArray) : kotlin.ByteArray {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_run_turn(
                 uniffiHandle,
                 
         FfiConverterTypeTurnContext.lower(`turn`),
-        FfiConverterSequenceTypeUserInput.lower(`input`),
+        FfiConverterByteArray.lower(`input`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
         // lift function
-        { FfiConverterTypeTurnEnd.lift(it) },
+        { FfiConverterByteArray.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
     
     /**
-     * A client created a session.
+     * A client created a session (`setup` is a `SessionSetup`).
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `sessionOpened`(`sessionId`: kotlin.String, `setup`: SessionSetup) {
+    override suspend fun `sessionOpened`(`sessionId`: kotlin.String, `setup`: kotlin.ByteArray) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_opened(
                 uniffiHandle,
                 
         FfiConverterString.lower(`sessionId`),
-        FfiConverterTypeSessionSetup.lower(`setup`),
+        FfiConverterByteArray.lower(`setup`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
@@ -3298,7 +3196,7 @@ open class AgentRuntimeImpl: Disposable, AutoCloseable, AgentRuntime
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -3306,16 +3204,16 @@ open class AgentRuntimeImpl: Disposable, AutoCloseable, AgentRuntime
     /**
      * A client resumed a session (its history was already replayed).
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `sessionResumed`(`sessionId`: kotlin.String, `setup`: SessionSetup) {
+    override suspend fun `sessionResumed`(`sessionId`: kotlin.String, `setup`: kotlin.ByteArray) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(
                 uniffiHandle,
                 
         FfiConverterString.lower(`sessionId`),
-        FfiConverterTypeSessionSetup.lower(`setup`),
+        FfiConverterByteArray.lower(`setup`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
@@ -3325,24 +3223,24 @@ open class AgentRuntimeImpl: Disposable, AutoCloseable, AgentRuntime
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
     
     /**
-     * The session was closed; `dropped` were pending (never delivered).
+     * The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `sessionClosed`(`sessionId`: kotlin.String, `dropped`: List<PendingInject>) {
+    override suspend fun `sessionClosed`(`sessionId`: kotlin.String, `dropped`: kotlin.ByteArray) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(
                 uniffiHandle,
                 
         FfiConverterString.lower(`sessionId`),
-        FfiConverterSequenceTypePendingInject.lower(`dropped`),
+        FfiConverterByteArray.lower(`dropped`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
@@ -3352,7 +3250,7 @@ open class AgentRuntimeImpl: Disposable, AutoCloseable, AgentRuntime
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -3380,12 +3278,12 @@ internal object uniffiCallbackInterfaceAgentRuntime {
             val makeCall = suspend { ->
                 uniffiObj.`runTurn`(
                     FfiConverterTypeTurnContext.lift(`turn`),
-                    FfiConverterSequenceTypeUserInput.lift(`input`),
+                    FfiConverterByteArray.lift(`input`),
                 )
             }
-            val uniffiHandleSuccess = { returnValue: TurnEnd ->
+            val uniffiHandleSuccess = { returnValue: kotlin.ByteArray ->
                 val uniffiResult = UniffiForeignFutureResultRustBuffer.UniffiByValue(
-                    FfiConverterTypeTurnEnd.lower(returnValue),
+                    FfiConverterByteArray.lower(returnValue),
                     UniffiRustCallStatus.ByValue()
                 )
                 uniffiResult.write()
@@ -3404,7 +3302,7 @@ internal object uniffiCallbackInterfaceAgentRuntime {
                 makeCall,
                 uniffiHandleSuccess,
                 uniffiHandleError,
-                { e: AcpException -> FfiConverterTypeAcpError.lower(e) },
+                { e: FfiException -> FfiConverterTypeFfiError.lower(e) },
                 uniffiOutDroppedCallback
             )
         }
@@ -3415,7 +3313,7 @@ internal object uniffiCallbackInterfaceAgentRuntime {
             val makeCall = suspend { ->
                 uniffiObj.`sessionOpened`(
                     FfiConverterString.lift(`sessionId`),
-                    FfiConverterTypeSessionSetup.lift(`setup`),
+                    FfiConverterByteArray.lift(`setup`),
                 )
             }
             val uniffiHandleSuccess = { _: Unit ->
@@ -3437,7 +3335,7 @@ internal object uniffiCallbackInterfaceAgentRuntime {
                 makeCall,
                 uniffiHandleSuccess,
                 uniffiHandleError,
-                { e: AcpException -> FfiConverterTypeAcpError.lower(e) },
+                { e: FfiException -> FfiConverterTypeFfiError.lower(e) },
                 uniffiOutDroppedCallback
             )
         }
@@ -3448,7 +3346,7 @@ internal object uniffiCallbackInterfaceAgentRuntime {
             val makeCall = suspend { ->
                 uniffiObj.`sessionResumed`(
                     FfiConverterString.lift(`sessionId`),
-                    FfiConverterTypeSessionSetup.lift(`setup`),
+                    FfiConverterByteArray.lift(`setup`),
                 )
             }
             val uniffiHandleSuccess = { _: Unit ->
@@ -3470,7 +3368,7 @@ internal object uniffiCallbackInterfaceAgentRuntime {
                 makeCall,
                 uniffiHandleSuccess,
                 uniffiHandleError,
-                { e: AcpException -> FfiConverterTypeAcpError.lower(e) },
+                { e: FfiException -> FfiConverterTypeFfiError.lower(e) },
                 uniffiOutDroppedCallback
             )
         }
@@ -3481,7 +3379,7 @@ internal object uniffiCallbackInterfaceAgentRuntime {
             val makeCall = suspend { ->
                 uniffiObj.`sessionClosed`(
                     FfiConverterString.lift(`sessionId`),
-                    FfiConverterSequenceTypePendingInject.lift(`dropped`),
+                    FfiConverterByteArray.lift(`dropped`),
                 )
             }
             val uniffiHandleSuccess = { _: Unit ->
@@ -3503,7 +3401,7 @@ internal object uniffiCallbackInterfaceAgentRuntime {
                 makeCall,
                 uniffiHandleSuccess,
                 uniffiHandleError,
-                { e: AcpException -> FfiConverterTypeAcpError.lower(e) },
+                { e: FfiException -> FfiConverterTypeFfiError.lower(e) },
                 uniffiOutDroppedCallback
             )
         }
@@ -3751,19 +3649,19 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
         this.cleanable = null
     }
     /**
-     * Builds the agent around `runtime`; with `store_path`, sessions live in that store and
-     * outlive the process: a SQLite file's path, or a `postgres://` URL that several agent
-     * hosts share (`acp_inject_store::open` describes its `acp_host` and `acp_lease_ms`
-     * parameters).
+     * Builds the agent around `runtime`, configured by `config` (an `AgentConfig`); with
+     * `store_path`, sessions live in that store and outlive the process: a SQLite file's path,
+     * or a `postgres://` URL that several agent hosts share (`acp_inject_store::open`
+     * describes its `acp_host` and `acp_lease_ms` parameters).
      */
-    constructor(`runtime`: AgentRuntime, `config`: AgentConfig, `storePath`: kotlin.String?) :
+    constructor(`runtime`: AgentRuntime, `config`: kotlin.ByteArray, `storePath`: kotlin.String?) :
         this(UniffiWithHandle, 
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_constructor_agentserver_new(
     
         
         FfiConverterTypeAgentRuntime.lower(`runtime`),
-        FfiConverterTypeAgentConfig.lower(`config`),
+        FfiConverterByteArray.lower(`config`),
         FfiConverterOptionalString.lower(`storePath`),_status)
 }
     )
@@ -3848,10 +3746,10 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
     /**
      * Closes a session from the agent's side.
      */
-    @Throws(AcpException::class)override fun `closeSession`(`sessionId`: kotlin.String)
+    @Throws(FfiException::class)override fun `closeSession`(`sessionId`: kotlin.String)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session(
         it,
         
@@ -3870,7 +3768,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
      * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
      * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `allowedOrigins`: List<kotlin.String>) : kotlin.String {
         return uniffiRustCallAsync(
@@ -3889,7 +3787,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
         // lift function
         { FfiConverterString.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -3897,7 +3795,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
     /**
      * Serves over this process's stdin/stdout until the client closes stdin.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `runStdio`() {
         return uniffiRustCallAsync(
@@ -3914,7 +3812,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -3963,10 +3861,10 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
     /**
      * Starts a turn in a session with no user message.
      */
-    @Throws(AcpException::class)override fun `startTurn`(`sessionId`: kotlin.String)
+    @Throws(FfiException::class)override fun `startTurn`(`sessionId`: kotlin.String)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_start_turn(
         it,
         
@@ -3983,7 +3881,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
      * session another host took over while this one was paused or cut off. Every connection
      * was dropped by then; a network host should stop and be started again.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `stopped`() {
         return uniffiRustCallAsync(
@@ -4000,7 +3898,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -4145,23 +4043,24 @@ public object FfiConverterTypeAgentServer: FfiConverter<AgentServer, Long> {
 public interface ClientCoreInterface {
     
     /**
-     * Answers an open `session/request_permission`.
+     * Answers the open `session/request_permission` `request` (a `RequestId`) with `outcome`
+     * (a `RequestPermissionOutcome`).
      */
-    fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
+    fun `answerPermission`(`request`: kotlin.ByteArray, `outcome`: kotlin.ByteArray)
     
     /**
-     * Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
-     * `initialize`. A version 1 agent takes no injects: this client holds queued messages
-     * for it (C-HELD-1).
+     * Takes the agent's protocol version (1 or 2) and inject capabilities (an optional
+     * `InjectCapabilities`) as known, without `initialize`. A version 1 agent takes no
+     * injects: this client holds queued messages for it (C-HELD-1).
      */
-    fun `assumeAgent`(`protocolVersion`: kotlin.UShort, `inject`: InjectCapabilities?)
+    fun `assumeAgent`(`protocolVersion`: kotlin.UShort, `inject`: kotlin.ByteArray)
     
     /**
-     * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
-     * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
-     * as ACP PR #2043 allows).
+     * Takes the agent's inject capabilities (an optional `InjectCapabilities`) as known,
+     * without `initialize`, tolerantly as an `initialize` answer's (a `steer` without
+     * `steerInStream` is accepted, as ACP PR #2043 allows).
      */
-    fun `assumeCapabilities`(`inject`: InjectCapabilities?)
+    fun `assumeCapabilities`(`inject`: kotlin.ByteArray)
     
     /**
      * `session/cancel`.
@@ -4169,21 +4068,19 @@ public interface ClientCoreInterface {
     fun `cancel`(`sessionId`: kotlin.String)
     
     /**
-     * `session/close`.
+     * `session/close`; the request's id.
      */
-    fun `close`(`sessionId`: kotlin.String): RequestId
+    fun `close`(`sessionId`: kotlin.String): kotlin.ByteArray
     
     /**
-     * Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
-     * Rust buffer first: the cheapest call for a reader that hands over each line (or read)
-     * as it comes, e.g. Python's `bytes` from `readline()`.
+     * Applies bytes the agent wrote, in any chunking; the events (a list of `Event`).
      */
-    fun `feed`(`bytes`: java.nio.ByteBuffer): List<Event>
+    fun `feed`(`bytes`: java.nio.ByteBuffer): kotlin.ByteArray
     
     /**
-     * The agent's output ended: a last line without a newline is still read.
+     * The agent's output ended: a last line without a newline is still read. The events.
      */
-    fun `finish`(): List<Event>
+    fun `finish`(): kotlin.ByteArray
     
     /**
      * Lines dropped (malformed, oversized, answers to no request), counted.
@@ -4191,19 +4088,21 @@ public interface ClientCoreInterface {
     fun `ignoredLines`(): kotlin.ULong
     
     /**
-     * `initialize`; `pending_updates` opts into the pending-list extension.
+     * `initialize` as `client` (an `Implementation`); `pending_updates` opts into the
+     * pending-list extension. The request's id (a `RequestId`).
      */
-    fun `initialize`(`client`: Implementation, `pendingUpdates`: kotlin.Boolean): RequestId
+    fun `initialize`(`client`: kotlin.ByteArray, `pendingUpdates`: kotlin.Boolean): kotlin.ByteArray
     
     /**
-     * `session/inject`.
+     * `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`);
+     * the request's id.
      */
-    fun `inject`(`sessionId`: kotlin.String, `mode`: InjectMode, `content`: List<ContentBlock>): RequestId
+    fun `inject`(`sessionId`: kotlin.String, `mode`: kotlin.ByteArray, `content`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
-     * The status of one of this client's items.
+     * The status of one of this client's items (an optional `ItemStatus`).
      */
-    fun `itemStatus`(`sessionId`: kotlin.String, `messageId`: kotlin.String): ItemStatus?
+    fun `itemStatus`(`sessionId`: kotlin.String, `messageId`: kotlin.String): kotlin.ByteArray
     
     /**
      * A handle of this connection for the per-line functions of `lines.rs`
@@ -4214,9 +4113,9 @@ public interface ClientCoreInterface {
     fun `linePort`(): kotlin.ULong
     
     /**
-     * `session/list`.
+     * `session/list`; the request's id.
      */
-    fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): RequestId
+    fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): kotlin.ByteArray
     
     /**
      * A session's mirror as JSON, for an app that restarts without resuming.
@@ -4224,9 +4123,9 @@ public interface ClientCoreInterface {
     fun `mirrorJson`(`sessionId`: kotlin.String): kotlin.String?
     
     /**
-     * `session/new`.
+     * `session/new` with `mcp_servers` (a list of `McpServer`); the request's id.
      */
-    fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: List<McpServer>): RequestId
+    fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
      * Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
@@ -4234,9 +4133,9 @@ public interface ClientCoreInterface {
     fun `openSession`(`sessionId`: kotlin.String, `mirrorJson`: kotlin.String?)
     
     /**
-     * `session/prompt`.
+     * `session/prompt` of `content` (a list of `ContentBlock`); the request's id.
      */
-    fun `prompt`(`sessionId`: kotlin.String, `content`: List<ContentBlock>): RequestId
+    fun `prompt`(`sessionId`: kotlin.String, `content`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
      * The protocol version `initialize` settled (2 until an agent answers 1).
@@ -4244,57 +4143,50 @@ public interface ClientCoreInterface {
     fun `protocolVersion`(): kotlin.UShort
     
     /**
-     * Applies one line from the agent and returns the events it caused (the per-line path:
-     * one crossing per line).
+     * Applies one line from the agent; the events it caused (a list of `Event`).
      */
-    fun `receive`(`line`: kotlin.String): List<Event>
+    fun `receive`(`line`: kotlin.String): kotlin.ByteArray
     
     /**
-     * Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
-     * path: one crossing per read).
+     * Like [`ClientCore::feed`] for text (a string crosses as one copy).
      */
-    fun `receiveBytes`(`bytes`: kotlin.ByteArray): List<Event>
+    fun `receiveText`(`text`: kotlin.String): kotlin.ByteArray
     
     /**
-     * Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
+     * `session/replace_inject` with `content` (a list of `ContentBlock`); the request's id.
      */
-    fun `receiveText`(`text`: kotlin.String): List<Event>
+    fun `replace`(`sessionId`: kotlin.String, `messageId`: kotlin.String, `content`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
-     * `session/replace_inject`.
+     * `session/resume`; the request's id.
      */
-    fun `replace`(`sessionId`: kotlin.String, `messageId`: kotlin.String, `content`: List<ContentBlock>): RequestId
+    fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean): kotlin.ByteArray
     
     /**
-     * `session/resume`.
+     * `session/revoke_inject`; the request's id.
      */
-    fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean): RequestId
+    fun `revoke`(`sessionId`: kotlin.String, `messageId`: kotlin.String): kotlin.ByteArray
     
     /**
-     * `session/revoke_inject`.
+     * What to do with a steer when the agent takes no injects (an optional `SteerFallback`,
+     * C-HELD-3); absent refuses it with `CallRejected.SteerNotSupported`.
      */
-    fun `revoke`(`sessionId`: kotlin.String, `messageId`: kotlin.String): RequestId
+    fun `setSteerFallback`(`fallback`: kotlin.ByteArray)
     
     /**
-     * What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
-     * with `CallRejected.SteerNotSupported`.
+     * Everything a UI renders for a session (an optional `MirrorSnapshot`).
      */
-    fun `setSteerFallback`(`fallback`: SteerFallback?)
+    fun `snapshot`(`sessionId`: kotlin.String): kotlin.ByteArray
     
     /**
-     * Everything a UI renders for a session.
+     * `session/status`; the request's id.
      */
-    fun `snapshot`(`sessionId`: kotlin.String): MirrorSnapshot?
-    
-    /**
-     * `session/status`.
-     */
-    fun `status`(`sessionId`: kotlin.String): RequestId
+    fun `status`(`sessionId`: kotlin.String): kotlin.ByteArray
     
     /**
      * Every event not yet returned (calls queue events too: an item is `sending`).
      */
-    fun `takeEvents`(): List<Event>
+    fun `takeEvents`(): kotlin.ByteArray
     
     /**
      * Every line to send to the agent, in order.
@@ -4423,17 +4315,18 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * Answers an open `session/request_permission`.
+     * Answers the open `session/request_permission` `request` (a `RequestId`) with `outcome`
+     * (a `RequestPermissionOutcome`).
      */
-    @Throws(AcpException::class)override fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
+    @Throws(FfiException::class)override fun `answerPermission`(`request`: kotlin.ByteArray, `outcome`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_answer_permission(
         it,
         
-        FfiConverterTypeRequestId.lower(`request`),
-        FfiConverterTypeRequestPermissionOutcome.lower(`outcome`),_status)
+        FfiConverterByteArray.lower(`request`),
+        FfiConverterByteArray.lower(`outcome`),_status)
 }
     }
     
@@ -4441,19 +4334,19 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
-     * `initialize`. A version 1 agent takes no injects: this client holds queued messages
-     * for it (C-HELD-1).
+     * Takes the agent's protocol version (1 or 2) and inject capabilities (an optional
+     * `InjectCapabilities`) as known, without `initialize`. A version 1 agent takes no
+     * injects: this client holds queued messages for it (C-HELD-1).
      */
-    @Throws(AcpException::class)override fun `assumeAgent`(`protocolVersion`: kotlin.UShort, `inject`: InjectCapabilities?)
+    @Throws(FfiException::class)override fun `assumeAgent`(`protocolVersion`: kotlin.UShort, `inject`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent(
         it,
         
         FfiConverterUShort.lower(`protocolVersion`),
-        FfiConverterOptionalTypeInjectCapabilities.lower(`inject`),_status)
+        FfiConverterByteArray.lower(`inject`),_status)
 }
     }
     
@@ -4461,18 +4354,18 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * Takes the agent's inject capabilities as known, without `initialize`. They are taken as
-     * an `initialize` answer's are: tolerantly (a `steer` without `steerInStream` is accepted,
-     * as ACP PR #2043 allows).
+     * Takes the agent's inject capabilities (an optional `InjectCapabilities`) as known,
+     * without `initialize`, tolerantly as an `initialize` answer's (a `steer` without
+     * `steerInStream` is accepted, as ACP PR #2043 allows).
      */
-    @Throws(AcpException::class)override fun `assumeCapabilities`(`inject`: InjectCapabilities?)
+    @Throws(FfiException::class)override fun `assumeCapabilities`(`inject`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(
         it,
         
-        FfiConverterOptionalTypeInjectCapabilities.lower(`inject`),_status)
+        FfiConverterByteArray.lower(`inject`),_status)
 }
     }
     
@@ -4482,10 +4375,10 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
     /**
      * `session/cancel`.
      */
-    @Throws(AcpException::class)override fun `cancel`(`sessionId`: kotlin.String)
+    @Throws(FfiException::class)override fun `cancel`(`sessionId`: kotlin.String)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_cancel(
         it,
         
@@ -4497,12 +4390,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/close`.
+     * `session/close`; the request's id.
      */
-    @Throws(AcpException::class)override fun `close`(`sessionId`: kotlin.String): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `close`(`sessionId`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_close(
         it,
         
@@ -4515,14 +4408,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * Like [`ClientCore::receive_bytes`], with the bytes borrowed instead of copied into a
-     * Rust buffer first: the cheapest call for a reader that hands over each line (or read)
-     * as it comes, e.g. Python's `bytes` from `readline()`.
+     * Applies bytes the agent wrote, in any chunking; the events (a list of `Event`).
      */
-    @Throws(AcpException::class)override fun `feed`(`bytes`: java.nio.ByteBuffer): List<Event> {
-            return FfiConverterSequenceTypeEvent.lift(
+    @Throws(FfiException::class)override fun `feed`(`bytes`: java.nio.ByteBuffer): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_feed(
         it,
         
@@ -4535,12 +4426,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * The agent's output ended: a last line without a newline is still read.
+     * The agent's output ended: a last line without a newline is still read. The events.
      */
-    @Throws(AcpException::class)override fun `finish`(): List<Event> {
-            return FfiConverterSequenceTypeEvent.lift(
+    @Throws(FfiException::class)override fun `finish`(): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_finish(
         it,
         _status)
@@ -4554,10 +4445,10 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
     /**
      * Lines dropped (malformed, oversized, answers to no request), counted.
      */
-    @Throws(AcpException::class)override fun `ignoredLines`(): kotlin.ULong {
+    @Throws(FfiException::class)override fun `ignoredLines`(): kotlin.ULong {
             return FfiConverterULong.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_ignored_lines(
         it,
         _status)
@@ -4569,16 +4460,17 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `initialize`; `pending_updates` opts into the pending-list extension.
+     * `initialize` as `client` (an `Implementation`); `pending_updates` opts into the
+     * pending-list extension. The request's id (a `RequestId`).
      */
-    @Throws(AcpException::class)override fun `initialize`(`client`: Implementation, `pendingUpdates`: kotlin.Boolean): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `initialize`(`client`: kotlin.ByteArray, `pendingUpdates`: kotlin.Boolean): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_initialize(
         it,
         
-        FfiConverterTypeImplementation.lower(`client`),
+        FfiConverterByteArray.lower(`client`),
         FfiConverterBoolean.lower(`pendingUpdates`),_status)
 }
     }
@@ -4588,18 +4480,19 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/inject`.
+     * `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`);
+     * the request's id.
      */
-    @Throws(AcpException::class)override fun `inject`(`sessionId`: kotlin.String, `mode`: InjectMode, `content`: List<ContentBlock>): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `inject`(`sessionId`: kotlin.String, `mode`: kotlin.ByteArray, `content`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_inject(
         it,
         
         FfiConverterString.lower(`sessionId`),
-        FfiConverterTypeInjectMode.lower(`mode`),
-        FfiConverterSequenceTypeContentBlock.lower(`content`),_status)
+        FfiConverterByteArray.lower(`mode`),
+        FfiConverterByteArray.lower(`content`),_status)
 }
     }
     )
@@ -4608,12 +4501,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * The status of one of this client's items.
+     * The status of one of this client's items (an optional `ItemStatus`).
      */
-    @Throws(AcpException::class)override fun `itemStatus`(`sessionId`: kotlin.String, `messageId`: kotlin.String): ItemStatus? {
-            return FfiConverterOptionalTypeItemStatus.lift(
+    @Throws(FfiException::class)override fun `itemStatus`(`sessionId`: kotlin.String, `messageId`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_item_status(
         it,
         
@@ -4646,12 +4539,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/list`.
+     * `session/list`; the request's id.
      */
-    @Throws(AcpException::class)override fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_list_sessions(
         it,
         
@@ -4667,10 +4560,10 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
     /**
      * A session's mirror as JSON, for an app that restarts without resuming.
      */
-    @Throws(AcpException::class)override fun `mirrorJson`(`sessionId`: kotlin.String): kotlin.String? {
+    @Throws(FfiException::class)override fun `mirrorJson`(`sessionId`: kotlin.String): kotlin.String? {
             return FfiConverterOptionalString.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_mirror_json(
         it,
         
@@ -4683,18 +4576,18 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/new`.
+     * `session/new` with `mcp_servers` (a list of `McpServer`); the request's id.
      */
-    @Throws(AcpException::class)override fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: List<McpServer>): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_new_session(
         it,
         
         FfiConverterString.lower(`cwd`),
         FfiConverterSequenceString.lower(`additionalDirectories`),
-        FfiConverterSequenceTypeMcpServer.lower(`mcpServers`),_status)
+        FfiConverterByteArray.lower(`mcpServers`),_status)
 }
     }
     )
@@ -4705,10 +4598,10 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
     /**
      * Opens a session without `session/new` (restoring a mirror from `mirror_json`, or fresh).
      */
-    @Throws(AcpException::class)override fun `openSession`(`sessionId`: kotlin.String, `mirrorJson`: kotlin.String?)
+    @Throws(FfiException::class)override fun `openSession`(`sessionId`: kotlin.String, `mirrorJson`: kotlin.String?)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_open_session(
         it,
         
@@ -4721,17 +4614,17 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/prompt`.
+     * `session/prompt` of `content` (a list of `ContentBlock`); the request's id.
      */
-    @Throws(AcpException::class)override fun `prompt`(`sessionId`: kotlin.String, `content`: List<ContentBlock>): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `prompt`(`sessionId`: kotlin.String, `content`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_prompt(
         it,
         
         FfiConverterString.lower(`sessionId`),
-        FfiConverterSequenceTypeContentBlock.lower(`content`),_status)
+        FfiConverterByteArray.lower(`content`),_status)
 }
     }
     )
@@ -4756,13 +4649,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * Applies one line from the agent and returns the events it caused (the per-line path:
-     * one crossing per line).
+     * Applies one line from the agent; the events it caused (a list of `Event`).
      */
-    @Throws(AcpException::class)override fun `receive`(`line`: kotlin.String): List<Event> {
-            return FfiConverterSequenceTypeEvent.lift(
+    @Throws(FfiException::class)override fun `receive`(`line`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive(
         it,
         
@@ -4775,31 +4667,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * Applies bytes the agent wrote, in any chunking, and returns the events (the per-read
-     * path: one crossing per read).
+     * Like [`ClientCore::feed`] for text (a string crosses as one copy).
      */
-    @Throws(AcpException::class)override fun `receiveBytes`(`bytes`: kotlin.ByteArray): List<Event> {
-            return FfiConverterSequenceTypeEvent.lift(
+    @Throws(FfiException::class)override fun `receiveText`(`text`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_bytes(
-        it,
-        
-        FfiConverterByteArray.lower(`bytes`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * Like [`ClientCore::receive_bytes`] for text (a string crosses as one copy).
-     */
-    @Throws(AcpException::class)override fun `receiveText`(`text`: kotlin.String): List<Event> {
-            return FfiConverterSequenceTypeEvent.lift(
-    callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_receive_text(
         it,
         
@@ -4812,18 +4685,18 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/replace_inject`.
+     * `session/replace_inject` with `content` (a list of `ContentBlock`); the request's id.
      */
-    @Throws(AcpException::class)override fun `replace`(`sessionId`: kotlin.String, `messageId`: kotlin.String, `content`: List<ContentBlock>): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `replace`(`sessionId`: kotlin.String, `messageId`: kotlin.String, `content`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_replace(
         it,
         
         FfiConverterString.lower(`sessionId`),
         FfiConverterString.lower(`messageId`),
-        FfiConverterSequenceTypeContentBlock.lower(`content`),_status)
+        FfiConverterByteArray.lower(`content`),_status)
 }
     }
     )
@@ -4832,12 +4705,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/resume`.
+     * `session/resume`; the request's id.
      */
-    @Throws(AcpException::class)override fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_resume(
         it,
         
@@ -4852,12 +4725,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/revoke_inject`.
+     * `session/revoke_inject`; the request's id.
      */
-    @Throws(AcpException::class)override fun `revoke`(`sessionId`: kotlin.String, `messageId`: kotlin.String): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `revoke`(`sessionId`: kotlin.String, `messageId`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_revoke(
         it,
         
@@ -4871,17 +4744,17 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * What to do with a steer when the agent takes no injects (C-HELD-3); `None` refuses it
-     * with `CallRejected.SteerNotSupported`.
+     * What to do with a steer when the agent takes no injects (an optional `SteerFallback`,
+     * C-HELD-3); absent refuses it with `CallRejected.SteerNotSupported`.
      */
-    @Throws(AcpException::class)override fun `setSteerFallback`(`fallback`: SteerFallback?)
+    @Throws(FfiException::class)override fun `setSteerFallback`(`fallback`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_set_steer_fallback(
         it,
         
-        FfiConverterOptionalTypeSteerFallback.lower(`fallback`),_status)
+        FfiConverterByteArray.lower(`fallback`),_status)
 }
     }
     
@@ -4889,12 +4762,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * Everything a UI renders for a session.
+     * Everything a UI renders for a session (an optional `MirrorSnapshot`).
      */
-    @Throws(AcpException::class)override fun `snapshot`(`sessionId`: kotlin.String): MirrorSnapshot? {
-            return FfiConverterOptionalTypeMirrorSnapshot.lift(
+    @Throws(FfiException::class)override fun `snapshot`(`sessionId`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_snapshot(
         it,
         
@@ -4907,12 +4780,12 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
 
     
     /**
-     * `session/status`.
+     * `session/status`; the request's id.
      */
-    @Throws(AcpException::class)override fun `status`(`sessionId`: kotlin.String): RequestId {
-            return FfiConverterTypeRequestId.lift(
+    @Throws(FfiException::class)override fun `status`(`sessionId`: kotlin.String): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_status(
         it,
         
@@ -4927,10 +4800,10 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
     /**
      * Every event not yet returned (calls queue events too: an item is `sending`).
      */
-    @Throws(AcpException::class)override fun `takeEvents`(): List<Event> {
-            return FfiConverterSequenceTypeEvent.lift(
+    @Throws(FfiException::class)override fun `takeEvents`(): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_events(
         it,
         _status)
@@ -4944,10 +4817,10 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
     /**
      * Every line to send to the agent, in order.
      */
-    @Throws(AcpException::class)override fun `takeOutgoing`(): List<kotlin.String> {
+    @Throws(FfiException::class)override fun `takeOutgoing`(): List<kotlin.String> {
             return FfiConverterSequenceString.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_take_outgoing(
         it,
         _status)
@@ -5097,9 +4970,9 @@ public object FfiConverterTypeClientCore: FfiConverter<ClientCore, Long> {
 public interface ConnectionInterface {
     
     /**
-     * The agent's `initialize` answer.
+     * The agent's `initialize` answer (an `InitializeResponse`).
      */
-    fun `agent`(): InitializeResponse
+    fun `agent`(): kotlin.ByteArray
     
     /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
@@ -5112,14 +4985,14 @@ public interface ConnectionInterface {
     fun `ignored`(): List<kotlin.String>
     
     /**
-     * `session/list`: one page.
+     * `session/list`: one page (a `SessionPage`).
      */
-    suspend fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): SessionPage
+    suspend fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): kotlin.ByteArray
     
     /**
-     * `session/new`.
+     * `session/new` with `mcp_servers` (a list of `McpServer`).
      */
-    suspend fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: List<McpServer>): Session
+    suspend fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: kotlin.ByteArray): Session
     
     /**
      * `session/resume`; with `replay` the conversation is replayed into the session first.
@@ -5235,9 +5108,9 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
 
     
     /**
-     * The agent's `initialize` answer.
-     */override fun `agent`(): InitializeResponse {
-            return FfiConverterTypeInitializeResponse.lift(
+     * The agent's `initialize` answer (an `InitializeResponse`).
+     */override fun `agent`(): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_agent(
@@ -5253,7 +5126,7 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
     /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `shutdown`() {
         return uniffiRustCallAsync(
@@ -5270,7 +5143,7 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -5292,11 +5165,11 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
 
     
     /**
-     * `session/list`: one page.
+     * `session/list`: one page (a `SessionPage`).
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?) : SessionPage {
+    override suspend fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?) : kotlin.ByteArray {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_list_sessions(
@@ -5310,19 +5183,19 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
         // lift function
-        { FfiConverterTypeSessionPage.lift(it) },
+        { FfiConverterByteArray.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
     
     /**
-     * `session/new`.
+     * `session/new` with `mcp_servers` (a list of `McpServer`).
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: List<McpServer>) : Session {
+    override suspend fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: kotlin.ByteArray) : Session {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session(
@@ -5330,7 +5203,7 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
                 
         FfiConverterString.lower(`cwd`),
         FfiConverterSequenceString.lower(`additionalDirectories`),
-        FfiConverterSequenceTypeMcpServer.lower(`mcpServers`),
+        FfiConverterByteArray.lower(`mcpServers`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64(future, callback, continuation) },
@@ -5339,7 +5212,7 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
         // lift function
         { FfiConverterTypeSession.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -5347,7 +5220,7 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
     /**
      * `session/resume`; with `replay` the conversation is replayed into the session first.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `resume`(`sessionId`: kotlin.String, `cwd`: kotlin.String, `replay`: kotlin.Boolean) : Session {
         return uniffiRustCallAsync(
@@ -5366,7 +5239,7 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
         // lift function
         { FfiConverterTypeSession.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -5510,9 +5383,10 @@ public object FfiConverterTypeConnection: FfiConverter<Connection, Long> {
 public interface SessionInterface {
     
     /**
-     * Answers an open permission request of this session.
+     * Answers the open permission request `request` (a `RequestId`) of this session with
+     * `outcome` (a `RequestPermissionOutcome`).
      */
-    fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
+    fun `answerPermission`(`request`: kotlin.ByteArray, `outcome`: kotlin.ByteArray)
     
     /**
      * `session/cancel`.
@@ -5530,46 +5404,48 @@ public interface SessionInterface {
     fun `id`(): kotlin.String
     
     /**
-     * `session/inject`: returns when accepted, with the id its `user_message` will carry.
+     * `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`):
+     * returns when accepted, with the id its `user_message` will carry.
      */
-    suspend fun `inject`(`mode`: InjectMode, `content`: List<ContentBlock>): MessageId
+    suspend fun `inject`(`mode`: kotlin.ByteArray, `content`: kotlin.ByteArray): kotlin.String
     
     /**
-     * Waits for activity, then returns all of it (one batch per read from the agent); raises
-     * `Disconnected` once the connection ended and nothing is left.
+     * Waits for activity, then returns all of it (a list of `SessionActivity`, one batch per
+     * read from the agent); raises `Disconnected` once the connection ended and nothing is left.
      */
-    suspend fun `nextEvents`(): List<SessionActivity>
+    suspend fun `nextEvents`(): kotlin.ByteArray
     
     /**
-     * `session/prompt`: returns when the message is inserted, with its id.
+     * `session/prompt` of `content` (a list of `ContentBlock`): returns when the message is
+     * inserted, with its id (an optional `MessageId`).
      */
-    suspend fun `prompt`(`content`: List<ContentBlock>): MessageId?
+    suspend fun `prompt`(`content`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
-     * `session/replace_inject`.
+     * `session/replace_inject` with `content` (a list of `ContentBlock`).
      */
-    suspend fun `replace`(`messageId`: MessageId, `content`: List<ContentBlock>)
+    suspend fun `replace`(`messageId`: kotlin.String, `content`: kotlin.ByteArray)
     
     /**
      * `session/revoke_inject`.
      */
-    suspend fun `revoke`(`messageId`: MessageId)
+    suspend fun `revoke`(`messageId`: kotlin.String)
     
     /**
-     * Everything a UI renders for this session now.
+     * Everything a UI renders for this session now (an optional `MirrorSnapshot`).
      */
-    fun `snapshot`(): MirrorSnapshot?
+    fun `snapshot`(): kotlin.ByteArray
     
     /**
-     * `session/status`: `open` (with the session's state when reported) or `saved`; -32002
-     * for a session the agent does not know.
+     * `session/status` (a `SessionStatusResponse`): `open` (with the session's state when
+     * reported) or `saved`; -32002 for a session the agent does not know.
      */
-    suspend fun `status`(): SessionStatusResponse
+    suspend fun `status`(): kotlin.ByteArray
     
     /**
-     * Whatever activity is queued now, without waiting.
+     * Whatever activity is queued now, without waiting (a list of `SessionActivity`).
      */
-    fun `takeEvents`(): List<SessionActivity>
+    fun `takeEvents`(): kotlin.ByteArray
     
     companion object
 }
@@ -5680,17 +5556,18 @@ open class Session: Disposable, AutoCloseable, SessionInterface
 
     
     /**
-     * Answers an open permission request of this session.
+     * Answers the open permission request `request` (a `RequestId`) of this session with
+     * `outcome` (a `RequestPermissionOutcome`).
      */
-    @Throws(AcpException::class)override fun `answerPermission`(`request`: RequestId, `outcome`: RequestPermissionOutcome)
+    @Throws(FfiException::class)override fun `answerPermission`(`request`: kotlin.ByteArray, `outcome`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_session_answer_permission(
         it,
         
-        FfiConverterTypeRequestId.lower(`request`),
-        FfiConverterTypeRequestPermissionOutcome.lower(`outcome`),_status)
+        FfiConverterByteArray.lower(`request`),
+        FfiConverterByteArray.lower(`outcome`),_status)
 }
     }
     
@@ -5700,10 +5577,10 @@ open class Session: Disposable, AutoCloseable, SessionInterface
     /**
      * `session/cancel`.
      */
-    @Throws(AcpException::class)override fun `cancel`()
+    @Throws(FfiException::class)override fun `cancel`()
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_session_cancel(
         it,
         _status)
@@ -5716,7 +5593,7 @@ open class Session: Disposable, AutoCloseable, SessionInterface
     /**
      * `session/close`.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `closeSession`() {
         return uniffiRustCallAsync(
@@ -5733,7 +5610,7 @@ open class Session: Disposable, AutoCloseable, SessionInterface
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -5755,38 +5632,39 @@ open class Session: Disposable, AutoCloseable, SessionInterface
 
     
     /**
-     * `session/inject`: returns when accepted, with the id its `user_message` will carry.
+     * `session/inject` of `content` (a list of `ContentBlock`) in `mode` (an `InjectMode`):
+     * returns when accepted, with the id its `user_message` will carry.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `inject`(`mode`: InjectMode, `content`: List<ContentBlock>) : MessageId {
+    override suspend fun `inject`(`mode`: kotlin.ByteArray, `content`: kotlin.ByteArray) : kotlin.String {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_inject(
                 uniffiHandle,
                 
-        FfiConverterTypeInjectMode.lower(`mode`),
-        FfiConverterSequenceTypeContentBlock.lower(`content`),
+        FfiConverterByteArray.lower(`mode`),
+        FfiConverterByteArray.lower(`content`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
         // lift function
-        { FfiConverterTypeMessageId.lift(it) },
+        { FfiConverterString.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
     
     /**
-     * Waits for activity, then returns all of it (one batch per read from the agent); raises
-     * `Disconnected` once the connection ended and nothing is left.
+     * Waits for activity, then returns all of it (a list of `SessionActivity`, one batch per
+     * read from the agent); raises `Disconnected` once the connection ended and nothing is left.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `nextEvents`() : List<SessionActivity> {
+    override suspend fun `nextEvents`() : kotlin.ByteArray {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_next_events(
@@ -5798,51 +5676,52 @@ open class Session: Disposable, AutoCloseable, SessionInterface
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
         // lift function
-        { FfiConverterSequenceTypeSessionActivity.lift(it) },
+        { FfiConverterByteArray.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
     
     /**
-     * `session/prompt`: returns when the message is inserted, with its id.
+     * `session/prompt` of `content` (a list of `ContentBlock`): returns when the message is
+     * inserted, with its id (an optional `MessageId`).
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `prompt`(`content`: List<ContentBlock>) : MessageId? {
+    override suspend fun `prompt`(`content`: kotlin.ByteArray) : kotlin.ByteArray {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_prompt(
                 uniffiHandle,
                 
-        FfiConverterSequenceTypeContentBlock.lower(`content`),
+        FfiConverterByteArray.lower(`content`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
         // lift function
-        { FfiConverterOptionalTypeMessageId.lift(it) },
+        { FfiConverterByteArray.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
     
     /**
-     * `session/replace_inject`.
+     * `session/replace_inject` with `content` (a list of `ContentBlock`).
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `replace`(`messageId`: MessageId, `content`: List<ContentBlock>) {
+    override suspend fun `replace`(`messageId`: kotlin.String, `content`: kotlin.ByteArray) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_replace(
                 uniffiHandle,
                 
-        FfiConverterTypeMessageId.lower(`messageId`),
-        FfiConverterSequenceTypeContentBlock.lower(`content`),
+        FfiConverterString.lower(`messageId`),
+        FfiConverterByteArray.lower(`content`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
@@ -5852,7 +5731,7 @@ open class Session: Disposable, AutoCloseable, SessionInterface
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -5860,15 +5739,15 @@ open class Session: Disposable, AutoCloseable, SessionInterface
     /**
      * `session/revoke_inject`.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `revoke`(`messageId`: MessageId) {
+    override suspend fun `revoke`(`messageId`: kotlin.String) {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_revoke(
                 uniffiHandle,
                 
-        FfiConverterTypeMessageId.lower(`messageId`),
+        FfiConverterString.lower(`messageId`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
@@ -5878,15 +5757,15 @@ open class Session: Disposable, AutoCloseable, SessionInterface
         { },
         
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
     
     /**
-     * Everything a UI renders for this session now.
-     */override fun `snapshot`(): MirrorSnapshot? {
-            return FfiConverterOptionalTypeMirrorSnapshot.lift(
+     * Everything a UI renders for this session now (an optional `MirrorSnapshot`).
+     */override fun `snapshot`(): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_session_snapshot(
@@ -5900,12 +5779,12 @@ open class Session: Disposable, AutoCloseable, SessionInterface
 
     
     /**
-     * `session/status`: `open` (with the session's state when reported) or `saved`; -32002
-     * for a session the agent does not know.
+     * `session/status` (a `SessionStatusResponse`): `open` (with the session's state when
+     * reported) or `saved`; -32002 for a session the agent does not know.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `status`() : SessionStatusResponse {
+    override suspend fun `status`() : kotlin.ByteArray {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_session_status(
@@ -5917,17 +5796,17 @@ open class Session: Disposable, AutoCloseable, SessionInterface
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
         // lift function
-        { FfiConverterTypeSessionStatusResponse.lift(it) },
+        { FfiConverterByteArray.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
     
     /**
-     * Whatever activity is queued now, without waiting.
-     */override fun `takeEvents`(): List<SessionActivity> {
-            return FfiConverterSequenceTypeSessionActivity.lift(
+     * Whatever activity is queued now, without waiting (a list of `SessionActivity`).
+     */override fun `takeEvents`(): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_session_take_events(
@@ -6079,9 +5958,10 @@ public object FfiConverterTypeSession: FfiConverter<Session, Long> {
 public interface TurnContextInterface {
     
     /**
-     * A safe break-point: pending steers are delivered and returned for the model.
+     * A safe break-point (a `BreakPoint`): pending steers are delivered and returned for the
+     * model (a list of `UserInput`).
      */
-    fun `breakPoint`(`kind`: BreakPoint): List<UserInput>
+    fun `breakPoint`(`kind`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
      * Waits until the client cancels the turn.
@@ -6091,7 +5971,7 @@ public interface TurnContextInterface {
     /**
      * Clears what was streamed so far for an agent message.
      */
-    fun `clearMessage`(`messageId`: MessageId)
+    fun `clearMessage`(`messageId`: kotlin.String)
     
     /**
      * The session's working directory.
@@ -6116,7 +5996,7 @@ public interface TurnContextInterface {
     /**
      * A fresh id for an agent message or thought.
      */
-    fun `newMessageId`(): MessageId
+    fun `newMessageId`(): kotlin.String
     
     /**
      * A model-process pause began.
@@ -6128,8 +6008,9 @@ public interface TurnContextInterface {
      * `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
      * `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
      * request's `toolCall`); without, v1 clients get a tool call named after the request.
+     * `options` is a list of `PermissionOption`; the result a `RequestPermissionOutcome`.
      */
-    suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: List<PermissionOption>, `toolCallId`: kotlin.String? = null): RequestPermissionOutcome
+    suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: kotlin.ByteArray, `toolCallId`: kotlin.String?): kotlin.ByteArray
     
     /**
      * The pause cleared.
@@ -6137,14 +6018,15 @@ public interface TurnContextInterface {
     fun `resumed`()
     
     /**
-     * Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+     * Sends one of the runtime's own updates (a `SessionUpdate`: chunks, upserts, tool calls,
+     * plan, usage, …).
      */
-    fun `send`(`update`: SessionUpdate)
+    fun `send`(`update`: kotlin.ByteArray)
     
     /**
      * Streams a piece of text of an agent message.
      */
-    fun `sendText`(`messageId`: MessageId, `text`: kotlin.String)
+    fun `sendText`(`messageId`: kotlin.String, `text`: kotlin.String)
     
     /**
      * The session this turn belongs to.
@@ -6270,16 +6152,17 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
 
     
     /**
-     * A safe break-point: pending steers are delivered and returned for the model.
+     * A safe break-point (a `BreakPoint`): pending steers are delivered and returned for the
+     * model (a list of `UserInput`).
      */
-    @Throws(AcpException::class)override fun `breakPoint`(`kind`: BreakPoint): List<UserInput> {
-            return FfiConverterSequenceTypeUserInput.lift(
+    @Throws(FfiException::class)override fun `breakPoint`(`kind`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_break_point(
         it,
         
-        FfiConverterTypeBreakPoint.lower(`kind`),_status)
+        FfiConverterByteArray.lower(`kind`),_status)
 }
     }
     )
@@ -6314,14 +6197,14 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
     /**
      * Clears what was streamed so far for an agent message.
      */
-    @Throws(AcpException::class)override fun `clearMessage`(`messageId`: MessageId)
+    @Throws(FfiException::class)override fun `clearMessage`(`messageId`: kotlin.String)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_clear_message(
         it,
         
-        FfiConverterTypeMessageId.lower(`messageId`),_status)
+        FfiConverterString.lower(`messageId`),_status)
 }
     }
     
@@ -6402,8 +6285,8 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
     
     /**
      * A fresh id for an agent message or thought.
-     */override fun `newMessageId`(): MessageId {
-            return FfiConverterTypeMessageId.lift(
+     */override fun `newMessageId`(): kotlin.String {
+            return FfiConverterString.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_new_message_id(
@@ -6419,10 +6302,10 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
     /**
      * A model-process pause began.
      */
-    @Throws(AcpException::class)override fun `paused`()
+    @Throws(FfiException::class)override fun `paused`()
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_paused(
         it,
         _status)
@@ -6437,10 +6320,11 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
      * `cancelled`). With `tool_call_id`, the request is about that tool call (the subject
      * `{"type": "tool_call", "toolCall": {"toolCallId": …}}`; a v1 client gets it as the
      * request's `toolCall`); without, v1 clients get a tool call named after the request.
+     * `options` is a list of `PermissionOption`; the result a `RequestPermissionOutcome`.
      */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: List<PermissionOption>, `toolCallId`: kotlin.String?) : RequestPermissionOutcome {
+    override suspend fun `requestPermission`(`title`: kotlin.String, `description`: kotlin.String?, `options`: kotlin.ByteArray, `toolCallId`: kotlin.String?) : kotlin.ByteArray {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_request_permission(
@@ -6448,7 +6332,7 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
                 
         FfiConverterString.lower(`title`),
         FfiConverterOptionalString.lower(`description`),
-        FfiConverterSequenceTypePermissionOption.lower(`options`),
+        FfiConverterByteArray.lower(`options`),
         FfiConverterOptionalString.lower(`toolCallId`),
             )
         },
@@ -6456,9 +6340,9 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
         // lift function
-        { FfiConverterTypeRequestPermissionOutcome.lift(it) },
+        { FfiConverterByteArray.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -6466,10 +6350,10 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
     /**
      * The pause cleared.
      */
-    @Throws(AcpException::class)override fun `resumed`()
+    @Throws(FfiException::class)override fun `resumed`()
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_resumed(
         it,
         _status)
@@ -6480,16 +6364,17 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
 
     
     /**
-     * Sends one of the runtime's own updates (chunks, upserts, tool calls, plan, usage, …).
+     * Sends one of the runtime's own updates (a `SessionUpdate`: chunks, upserts, tool calls,
+     * plan, usage, …).
      */
-    @Throws(AcpException::class)override fun `send`(`update`: SessionUpdate)
+    @Throws(FfiException::class)override fun `send`(`update`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send(
         it,
         
-        FfiConverterTypeSessionUpdate.lower(`update`),_status)
+        FfiConverterByteArray.lower(`update`),_status)
 }
     }
     
@@ -6499,14 +6384,14 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
     /**
      * Streams a piece of text of an agent message.
      */
-    @Throws(AcpException::class)override fun `sendText`(`messageId`: MessageId, `text`: kotlin.String)
+    @Throws(FfiException::class)override fun `sendText`(`messageId`: kotlin.String, `text`: kotlin.String)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_send_text(
         it,
         
-        FfiConverterTypeMessageId.lower(`messageId`),
+        FfiConverterString.lower(`messageId`),
         FfiConverterString.lower(`text`),_status)
 }
     }
@@ -6533,10 +6418,10 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
     /**
      * That stream ended.
      */
-    @Throws(AcpException::class)override fun `streamFinished`()
+    @Throws(FfiException::class)override fun `streamFinished`()
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_finished(
         it,
         _status)
@@ -6549,10 +6434,10 @@ open class TurnContext: Disposable, AutoCloseable, TurnContextInterface
     /**
      * A model stream with no tool call pending began.
      */
-    @Throws(AcpException::class)override fun `streamStarted`()
+    @Throws(FfiException::class)override fun `streamStarted`()
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpException) { _status ->
+    uniffiRustCallWithError(FfiException) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_method_turncontext_stream_started(
         it,
         _status)
@@ -6601,5619 +6486,41 @@ public object FfiConverterTypeTurnContext: FfiConverter<TurnContext, Long> {
 
 
 
-/**
- * What an in-progress turn carries.
- */
-data class Activity (
-    var `stream`: Stream
-    , 
-    var `cancelRequested`: kotlin.Boolean
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeActivity: FfiConverterRustBuffer<Activity> {
-    override fun read(buf: ByteBuffer): Activity {
-        return Activity(
-            FfiConverterTypeStream.read(buf),
-            FfiConverterBoolean.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Activity) = (
-            FfiConverterTypeStream.allocationSize(value.`stream`) +
-            FfiConverterBoolean.allocationSize(value.`cancelRequested`)
-    )
-
-    override fun write(value: Activity, buf: ByteBuffer) {
-            FfiConverterTypeStream.write(value.`stream`, buf)
-            FfiConverterBoolean.write(value.`cancelRequested`, buf)
-    }
-}
-
-
-
-/**
- * What the UI may offer (C-PEND-3).
- */
-data class Affordances (
-    var `steer`: kotlin.Boolean
-    , 
-    var `editPending`: kotlin.Boolean
-    , 
-    var `revoke`: kotlin.Boolean
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAffordances: FfiConverterRustBuffer<Affordances> {
-    override fun read(buf: ByteBuffer): Affordances {
-        return Affordances(
-            FfiConverterBoolean.read(buf),
-            FfiConverterBoolean.read(buf),
-            FfiConverterBoolean.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Affordances) = (
-            FfiConverterBoolean.allocationSize(value.`steer`) +
-            FfiConverterBoolean.allocationSize(value.`editPending`) +
-            FfiConverterBoolean.allocationSize(value.`revoke`)
-    )
-
-    override fun write(value: Affordances, buf: ByteBuffer) {
-            FfiConverterBoolean.write(value.`steer`, buf)
-            FfiConverterBoolean.write(value.`editPending`, buf)
-            FfiConverterBoolean.write(value.`revoke`, buf)
-    }
-}
-
-
-
-/**
- * Capabilities supported by the agent.
- *
- * Advertised during initialization to inform the client about
- * available features and content types.
- *
- * See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
- */
-data class AgentCapabilities (
-    /**
-     * Session capabilities supported by the agent.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not support the
-     * `session/ *` methods. Supplying `{}` means the agent supports the
-     * baseline session methods: `session/new`, `session/list`,
-     * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
-     * and `session/update`.
-     */
-    var `session`: SessionCapabilities? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAgentCapabilities: FfiConverterRustBuffer<AgentCapabilities> {
-    override fun read(buf: ByteBuffer): AgentCapabilities {
-        return AgentCapabilities(
-            FfiConverterOptionalTypeSessionCapabilities.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AgentCapabilities) = (
-            FfiConverterOptionalTypeSessionCapabilities.allocationSize(value.`session`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: AgentCapabilities, buf: ByteBuffer) {
-            FfiConverterOptionalTypeSessionCapabilities.write(value.`session`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * What an agent advertises and how it behaves.
- */
-data class AgentConfig (
-    var `inject`: InjectCapabilities?
-    , 
-    var `policy`: Policy
-    , 
-    var `info`: AgentInfo
-    , 
-    var `setup`: SetupSupport
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAgentConfig: FfiConverterRustBuffer<AgentConfig> {
-    override fun read(buf: ByteBuffer): AgentConfig {
-        return AgentConfig(
-            FfiConverterOptionalTypeInjectCapabilities.read(buf),
-            FfiConverterTypePolicy.read(buf),
-            FfiConverterTypeAgentInfo.read(buf),
-            FfiConverterTypeSetupSupport.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AgentConfig) = (
-            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`inject`) +
-            FfiConverterTypePolicy.allocationSize(value.`policy`) +
-            FfiConverterTypeAgentInfo.allocationSize(value.`info`) +
-            FfiConverterTypeSetupSupport.allocationSize(value.`setup`)
-    )
-
-    override fun write(value: AgentConfig, buf: ByteBuffer) {
-            FfiConverterOptionalTypeInjectCapabilities.write(value.`inject`, buf)
-            FfiConverterTypePolicy.write(value.`policy`, buf)
-            FfiConverterTypeAgentInfo.write(value.`info`, buf)
-            FfiConverterTypeSetupSupport.write(value.`setup`, buf)
-    }
-}
-
-
-
-/**
- * The agent's name and version.
- */
-data class AgentInfo (
-    var `name`: kotlin.String
-    , 
-    var `version`: kotlin.String
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAgentInfo: FfiConverterRustBuffer<AgentInfo> {
-    override fun read(buf: ByteBuffer): AgentInfo {
-        return AgentInfo(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AgentInfo) = (
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterString.allocationSize(value.`version`)
-    )
-
-    override fun write(value: AgentInfo, buf: ByteBuffer) {
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterString.write(value.`version`, buf)
-    }
-}
-
-
-
-/**
- * An agent message has been created or updated.
- *
- * Agents can send this in addition to streamed chunks. When a client
- * receives another `agent_message` update with the same `messageId`,
- * fields in the new update patch the previous fields for that message.
- */
-data class AgentMessage (
-    var `messageId`: MessageId
-    , 
-    /**
-     * Complete replacement content for this message.
-     */
-    var `content`: ContentBlockListPatchMember
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAgentMessage: FfiConverterRustBuffer<AgentMessage> {
-    override fun read(buf: ByteBuffer): AgentMessage {
-        return AgentMessage(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterTypeContentBlockListPatchMember.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AgentMessage) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterTypeContentBlockListPatchMember.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: AgentMessage, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterTypeContentBlockListPatchMember.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A chunk of the agent's response being streamed.
- */
-data class AgentMessageChunk (
-    var `messageId`: MessageId
-    , 
-    var `content`: ContentBlock
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAgentMessageChunk: FfiConverterRustBuffer<AgentMessageChunk> {
-    override fun read(buf: ByteBuffer): AgentMessageChunk {
-        return AgentMessageChunk(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterTypeContentBlock.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AgentMessageChunk) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: AgentMessageChunk, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterTypeContentBlock.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
- */
-data class AgentMessageClear (
-    /**
-     * The message to clear; the current agent message when absent.
-     */
-    var `messageId`: MessageId? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAgentMessageClear: FfiConverterRustBuffer<AgentMessageClear> {
-    override fun read(buf: ByteBuffer): AgentMessageClear {
-        return AgentMessageClear(
-            FfiConverterOptionalTypeMessageId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AgentMessageClear) = (
-            FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: AgentMessageClear, buf: ByteBuffer) {
-            FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * An agent thought or reasoning message has been created or updated.
- *
- * Agents can send this in addition to streamed chunks. When a client
- * receives another `agent_thought` update with the same `messageId`,
- * fields in the new update patch the previous fields for that message.
- */
-data class AgentThought (
-    var `messageId`: MessageId
-    , 
-    /**
-     * Complete replacement content for this thought message.
-     */
-    var `content`: ContentBlockListPatchMember
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAgentThought: FfiConverterRustBuffer<AgentThought> {
-    override fun read(buf: ByteBuffer): AgentThought {
-        return AgentThought(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterTypeContentBlockListPatchMember.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AgentThought) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterTypeContentBlockListPatchMember.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: AgentThought, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterTypeContentBlockListPatchMember.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A chunk of the agent's internal reasoning being streamed.
- */
-data class AgentThoughtChunk (
-    var `messageId`: MessageId
-    , 
-    var `content`: ContentBlock
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAgentThoughtChunk: FfiConverterRustBuffer<AgentThoughtChunk> {
-    override fun read(buf: ByteBuffer): AgentThoughtChunk {
-        return AgentThoughtChunk(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterTypeContentBlock.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AgentThoughtChunk) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: AgentThoughtChunk, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterTypeContentBlock.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
- */
-data class Annotations (
-    /**
-     * Intended recipients for this content, such as the user or assistant.
-     *
-     * Omitted and `null` are equivalent and mean no audience is specified.
-     */
-    var `audience`: List<Role>? = null 
-    , 
-    /**
-     * Timestamp indicating when the underlying resource was last modified.
-     *
-     * Should be an ISO 8601 formatted string (e.g., "2025-01-12T15:00:58Z"), as in MCP.
-     *
-     * Omitted and `null` are equivalent and mean the modification time is not reported.
-     */
-    var `lastModified`: kotlin.String? = null 
-    , 
-    /**
-     * Relative importance of this content when clients choose what to surface, from 0 (least
-     * important) to 1 (most important).
-     *
-     * Omitted and `null` are equivalent and mean no priority is specified.
-     */
-    var `priority`: kotlin.Double? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAnnotations: FfiConverterRustBuffer<Annotations> {
-    override fun read(buf: ByteBuffer): Annotations {
-        return Annotations(
-            FfiConverterOptionalSequenceTypeRole.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalDouble.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Annotations) = (
-            FfiConverterOptionalSequenceTypeRole.allocationSize(value.`audience`) +
-            FfiConverterOptionalString.allocationSize(value.`lastModified`) +
-            FfiConverterOptionalDouble.allocationSize(value.`priority`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: Annotations, buf: ByteBuffer) {
-            FfiConverterOptionalSequenceTypeRole.write(value.`audience`, buf)
-            FfiConverterOptionalString.write(value.`lastModified`, buf)
-            FfiConverterOptionalDouble.write(value.`priority`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Audio data for transcription or analysis.
- *
- * Requires the `audio` prompt capability when included in prompts.
- */
-data class AudioContent (
-    /**
-     * Base64-encoded media payload.
-     */
-    var `data`: kotlin.String
-    , 
-    /**
-     * MIME type describing the encoded media payload.
-     */
-    var `mimeType`: kotlin.String
-    , 
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    var `annotations`: Annotations? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAudioContent: FfiConverterRustBuffer<AudioContent> {
-    override fun read(buf: ByteBuffer): AudioContent {
-        return AudioContent(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeAnnotations.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: AudioContent) = (
-            FfiConverterString.allocationSize(value.`data`) +
-            FfiConverterString.allocationSize(value.`mimeType`) +
-            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: AudioContent, buf: ByteBuffer) {
-            FfiConverterString.write(value.`data`, buf)
-            FfiConverterString.write(value.`mimeType`, buf)
-            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * A detached subagent session that has anything running: its state is not `idle`, or
- * its own `background` list is non-empty or not reported.
- */
-data class BackgroundSubagent (
-    var `sessionId`: SessionId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeBackgroundSubagent: FfiConverterRustBuffer<BackgroundSubagent> {
-    override fun read(buf: ByteBuffer): BackgroundSubagent {
-        return BackgroundSubagent(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: BackgroundSubagent) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: BackgroundSubagent, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A process that keeps running after its tool call returned control to the model.
- * Live until its `terminal_update` reports `exitStatus`.
- */
-data class BackgroundTerminal (
-    /**
-     * The ID of the listed terminal.
-     */
-    var `terminalId`: kotlin.String
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeBackgroundTerminal: FfiConverterRustBuffer<BackgroundTerminal> {
-    override fun read(buf: ByteBuffer): BackgroundTerminal {
-        return BackgroundTerminal(
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: BackgroundTerminal) = (
-            FfiConverterString.allocationSize(value.`terminalId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: BackgroundTerminal, buf: ByteBuffer) {
-            FfiConverterString.write(value.`terminalId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Work started by a tool call that continues without a process of its own, such as
- * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
- * stay listed.
- */
-data class BackgroundToolCall (
-    var `toolCallId`: ToolCallId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeBackgroundToolCall: FfiConverterRustBuffer<BackgroundToolCall> {
-    override fun read(buf: ByteBuffer): BackgroundToolCall {
-        return BackgroundToolCall(
-            FfiConverterTypeToolCallId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: BackgroundToolCall) = (
-            FfiConverterTypeToolCallId.allocationSize(value.`toolCallId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: BackgroundToolCall, buf: ByteBuffer) {
-            FfiConverterTypeToolCallId.write(value.`toolCallId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Binary resource contents.
- */
-data class BlobResourceContents (
-    /**
-     * Base64-encoded bytes for a binary resource payload.
-     */
-    var `blob`: kotlin.String
-    , 
-    /**
-     * URI associated with this resource or media payload.
-     */
-    var `uri`: kotlin.String
-    , 
-    /**
-     * MIME type describing the encoded media payload.
-     *
-     * Omitted and `null` are equivalent and mean the MIME type is not specified.
-     */
-    var `mimeType`: kotlin.String? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeBlobResourceContents: FfiConverterRustBuffer<BlobResourceContents> {
-    override fun read(buf: ByteBuffer): BlobResourceContents {
-        return BlobResourceContents(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: BlobResourceContents) = (
-            FfiConverterString.allocationSize(value.`blob`) +
-            FfiConverterString.allocationSize(value.`uri`) +
-            FfiConverterOptionalString.allocationSize(value.`mimeType`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: BlobResourceContents, buf: ByteBuffer) {
-            FfiConverterString.write(value.`blob`, buf)
-            FfiConverterString.write(value.`uri`, buf)
-            FfiConverterOptionalString.write(value.`mimeType`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Notification to cancel an ongoing request.
- *
- * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/cancellation)
- */
-data class CancelRequestNotification (
-    var `requestId`: RequestId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeCancelRequestNotification: FfiConverterRustBuffer<CancelRequestNotification> {
-    override fun read(buf: ByteBuffer): CancelRequestNotification {
-        return CancelRequestNotification(
-            FfiConverterTypeRequestId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: CancelRequestNotification) = (
-            FfiConverterTypeRequestId.allocationSize(value.`requestId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: CancelRequestNotification, buf: ByteBuffer) {
-            FfiConverterTypeRequestId.write(value.`requestId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Notification to cancel a session's foreground work and its prompts not yet inserted.
- *
- * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
- */
-data class CancelSessionNotification (
-    var `sessionId`: SessionId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeCancelSessionNotification: FfiConverterRustBuffer<CancelSessionNotification> {
-    override fun read(buf: ByteBuffer): CancelSessionNotification {
-        return CancelSessionNotification(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: CancelSessionNotification) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: CancelSessionNotification, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * The request was not approved and no option was selected: the session's work was
- * cancelled, the user dismissed the prompt, or the client declined it by policy.
- * Agents MUST NOT proceed with the operation.
- *
- * The client answers a request the agent cancels with `$/cancel_request` with
- * this outcome. After sending `session/cancel`, the client MAY also send it
- * without waiting for `$/cancel_request`, for a request it knows belongs to the
- * cancelled foreground work.
- *
- * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
- */
-data class CancelledPermissionOutcome (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeCancelledPermissionOutcome: FfiConverterRustBuffer<CancelledPermissionOutcome> {
-    override fun read(buf: ByteBuffer): CancelledPermissionOutcome {
-        return CancelledPermissionOutcome(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: CancelledPermissionOutcome) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: CancelledPermissionOutcome, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Capabilities supported by the client.
- *
- * Advertised during initialization to inform the agent about
- * available features and methods.
- *
- * See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)
- */
-data class ClientCapabilities (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeClientCapabilities: FfiConverterRustBuffer<ClientCapabilities> {
-    override fun read(buf: ByteBuffer): ClientCapabilities {
-        return ClientCapabilities(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ClientCapabilities) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ClientCapabilities, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Request parameters for closing an active session.
- *
- * The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
- * was called, then free the resources associated with the session. Unlike `session/cancel`,
- * closing also stops the session's background work. After the close response, the Agent
- * sends no other messages for the session on that connection.
- *
- * Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
- * treat a `-32002` response as a successful close.
- *
- * When closing cancels active foreground work, the Agent MUST send the final
- * updates for that work and the idle `state_update` with `stopReason: "cancelled"`
- * before responding successfully to `session/close`. Closing an idle session
- * does not itself require another idle update.
- *
- * Closing also cancels pending `session/prompt` requests whose messages have not
- * been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
- * Agent MUST answer that request with `-32800` (Request Cancelled). If the message
- * has already been inserted, the Agent MUST respond successfully with its
- * `messageId`. Prompt responses need not precede the close response.
- */
-data class CloseSessionRequest (
-    var `sessionId`: SessionId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeCloseSessionRequest: FfiConverterRustBuffer<CloseSessionRequest> {
-    override fun read(buf: ByteBuffer): CloseSessionRequest {
-        return CloseSessionRequest(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: CloseSessionRequest) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: CloseSessionRequest, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Response from closing a session.
- */
-data class CloseSessionResponse (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeCloseSessionResponse: FfiConverterRustBuffer<CloseSessionResponse> {
-    override fun read(buf: ByteBuffer): CloseSessionResponse {
-        return CloseSessionResponse(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: CloseSessionResponse) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: CloseSessionResponse, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * How `connect` starts and talks to an agent.
- */
-data class ConnectOptions (
-    /**
-     * This client, as `initialize` announces it.
-     */
-    var `client`: Implementation
-    , 
-    /**
-     * Opt into the agent's pending-list extension (`_acp-inject/pending`).
-     */
-    var `pendingUpdates`: kotlin.Boolean
-    , 
-    /**
-     * Longest agent line accepted, in bytes.
-     */
-    var `maxLineBytes`: kotlin.ULong
-    , 
-    /**
-     * How long `initialize` may take, in milliseconds.
-     */
-    var `handshakeTimeoutMs`: kotlin.ULong
-    , 
-    /**
-     * How long `close` waits for the agent to exit before killing it, in milliseconds.
-     */
-    var `closeGraceMs`: kotlin.ULong
-    , 
-    /**
-     * Copy the agent's stderr to this process's stderr.
-     */
-    var `forwardStderr`: kotlin.Boolean
-    , 
-    /**
-     * What to do with a steer when the agent takes no injects (an ACP v1 agent, or one
-     * without `session.inject`): `None` refuses it with `CallRejected.SteerNotSupported`.
-     */
-    var `steerFallback`: SteerFallback? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeConnectOptions: FfiConverterRustBuffer<ConnectOptions> {
-    override fun read(buf: ByteBuffer): ConnectOptions {
-        return ConnectOptions(
-            FfiConverterTypeImplementation.read(buf),
-            FfiConverterBoolean.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterBoolean.read(buf),
-            FfiConverterOptionalTypeSteerFallback.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ConnectOptions) = (
-            FfiConverterTypeImplementation.allocationSize(value.`client`) +
-            FfiConverterBoolean.allocationSize(value.`pendingUpdates`) +
-            FfiConverterULong.allocationSize(value.`maxLineBytes`) +
-            FfiConverterULong.allocationSize(value.`handshakeTimeoutMs`) +
-            FfiConverterULong.allocationSize(value.`closeGraceMs`) +
-            FfiConverterBoolean.allocationSize(value.`forwardStderr`) +
-            FfiConverterOptionalTypeSteerFallback.allocationSize(value.`steerFallback`)
-    )
-
-    override fun write(value: ConnectOptions, buf: ByteBuffer) {
-            FfiConverterTypeImplementation.write(value.`client`, buf)
-            FfiConverterBoolean.write(value.`pendingUpdates`, buf)
-            FfiConverterULong.write(value.`maxLineBytes`, buf)
-            FfiConverterULong.write(value.`handshakeTimeoutMs`, buf)
-            FfiConverterULong.write(value.`closeGraceMs`, buf)
-            FfiConverterBoolean.write(value.`forwardStderr`, buf)
-            FfiConverterOptionalTypeSteerFallback.write(value.`steerFallback`, buf)
-    }
-}
-
-
-
-/**
- * Cost information for a session.
- */
-data class Cost (
-    /**
-     * Total cumulative cost for session.
-     */
-    var `amount`: kotlin.Double
-    , 
-    /**
-     * Unit of `amount`: an ISO 4217 currency code (e.g., "USD", "EUR") for money, or another
-     * unit such as "credits".
-     */
-    var `currency`: kotlin.String
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeCost: FfiConverterRustBuffer<Cost> {
-    override fun read(buf: ByteBuffer): Cost {
-        return Cost(
-            FfiConverterDouble.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Cost) = (
-            FfiConverterDouble.allocationSize(value.`amount`) +
-            FfiConverterString.allocationSize(value.`currency`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: Cost, buf: ByteBuffer) {
-            FfiConverterDouble.write(value.`amount`, buf)
-            FfiConverterString.write(value.`currency`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Complete resource contents embedded directly in the message.
- *
- * Preferred for including context as it avoids extra round-trips.
- *
- * Requires the `embeddedContext` prompt capability when included in prompts.
- */
-data class EmbeddedResource (
-    var `resource`: EmbeddedResourceResource
-    , 
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    var `annotations`: Annotations? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeEmbeddedResource: FfiConverterRustBuffer<EmbeddedResource> {
-    override fun read(buf: ByteBuffer): EmbeddedResource {
-        return EmbeddedResource(
-            FfiConverterTypeEmbeddedResourceResource.read(buf),
-            FfiConverterOptionalTypeAnnotations.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: EmbeddedResource) = (
-            FfiConverterTypeEmbeddedResourceResource.allocationSize(value.`resource`) +
-            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: EmbeddedResource, buf: ByteBuffer) {
-            FfiConverterTypeEmbeddedResourceResource.write(value.`resource`, buf)
-            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * An environment variable to set when launching a process.
- */
-data class EnvVariable (
-    /**
-     * The name of the environment variable.
-     */
-    var `name`: kotlin.String
-    , 
-    /**
-     * The value to set for the environment variable.
-     */
-    var `value`: kotlin.String
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeEnvVariable: FfiConverterRustBuffer<EnvVariable> {
-    override fun read(buf: ByteBuffer): EnvVariable {
-        return EnvVariable(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: EnvVariable) = (
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterString.allocationSize(value.`value`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: EnvVariable, buf: ByteBuffer) {
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterString.write(value.`value`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * The `data` of a -32002 or -32010 error, and the optional `detail` of the standard codes.
- */
-data class ErrorData (
-    var `reason`: ErrorReason? = null 
-    , 
-    var `messageId`: MessageId? = null 
-    , 
-    var `sessionId`: SessionId? = null 
-    , 
-    /**
-     * What was wrong, for a person. Never compared by conformance vectors.
-     */
-    var `detail`: kotlin.String? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeErrorData: FfiConverterRustBuffer<ErrorData> {
-    override fun read(buf: ByteBuffer): ErrorData {
-        return ErrorData(
-            FfiConverterOptionalTypeErrorReason.read(buf),
-            FfiConverterOptionalTypeMessageId.read(buf),
-            FfiConverterOptionalTypeSessionId.read(buf),
-            FfiConverterOptionalString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ErrorData) = (
-            FfiConverterOptionalTypeErrorReason.allocationSize(value.`reason`) +
-            FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterOptionalString.allocationSize(value.`detail`)
-    )
-
-    override fun write(value: ErrorData, buf: ByteBuffer) {
-            FfiConverterOptionalTypeErrorReason.write(value.`reason`, buf)
-            FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterOptionalString.write(value.`detail`, buf)
-    }
-}
-
-
-
-/**
- * An HTTP header to set when making requests to the MCP server.
- */
-data class HttpHeader (
-    /**
-     * The name of the HTTP header.
-     */
-    var `name`: kotlin.String
-    , 
-    /**
-     * The value to set for the HTTP header.
-     */
-    var `value`: kotlin.String
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeHttpHeader: FfiConverterRustBuffer<HttpHeader> {
-    override fun read(buf: ByteBuffer): HttpHeader {
-        return HttpHeader(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: HttpHeader) = (
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterString.allocationSize(value.`value`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: HttpHeader, buf: ByteBuffer) {
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterString.write(value.`value`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * No foreground work is active. Background activity may continue.
- */
-data class IdleStateUpdate (
-    /**
-     * **UNSTABLE**
-     *
-     * This capability is not part of the spec yet, and may be removed or changed at any point.
-     *
-     * Token usage for completed foreground work.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
-     * usage for this state update.
-     */
-    var `usage`: Usage? = null 
-    , 
-    /**
-     * Work running independently of foreground work, as a complete snapshot.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-     * background work, not that nothing is running. `[]` means no background work is
-     * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
-     *
-     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-     */
-    var `background`: List<BackgroundWork>? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    , 
-    /**
-     * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
-     *
-     * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
-     */
-    var `stopReason`: StopReason? = null 
-    , 
-    /**
-     * With `stopReason: "error"`: the failure, as a JSON-RPC error object (upstream `ErrorStopReason.error`). Omitted or `null`: not reported.
-     */
-    var `error`: TurnFailure? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeIdleStateUpdate: FfiConverterRustBuffer<IdleStateUpdate> {
-    override fun read(buf: ByteBuffer): IdleStateUpdate {
-        return IdleStateUpdate(
-            FfiConverterOptionalTypeUsage.read(buf),
-            FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-            FfiConverterOptionalTypeStopReason.read(buf),
-            FfiConverterOptionalTypeTurnFailure.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: IdleStateUpdate) = (
-            FfiConverterOptionalTypeUsage.allocationSize(value.`usage`) +
-            FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`) +
-            FfiConverterOptionalTypeStopReason.allocationSize(value.`stopReason`) +
-            FfiConverterOptionalTypeTurnFailure.allocationSize(value.`error`)
-    )
-
-    override fun write(value: IdleStateUpdate, buf: ByteBuffer) {
-            FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
-            FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-            FfiConverterOptionalTypeStopReason.write(value.`stopReason`, buf)
-            FfiConverterOptionalTypeTurnFailure.write(value.`error`, buf)
-    }
-}
-
-
-
-/**
- * Images for visual context or analysis.
- *
- * Requires the `image` prompt capability when included in prompts.
- */
-data class ImageContent (
-    /**
-     * Base64-encoded media payload.
-     */
-    var `data`: kotlin.String
-    , 
-    /**
-     * MIME type describing the encoded media payload.
-     */
-    var `mimeType`: kotlin.String
-    , 
-    /**
-     * URI associated with this resource or media payload.
-     *
-     * Omitted and `null` are equivalent and mean no URI is associated with the image.
-     */
-    var `uri`: kotlin.String? = null 
-    , 
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    var `annotations`: Annotations? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeImageContent: FfiConverterRustBuffer<ImageContent> {
-    override fun read(buf: ByteBuffer): ImageContent {
-        return ImageContent(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalTypeAnnotations.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ImageContent) = (
-            FfiConverterString.allocationSize(value.`data`) +
-            FfiConverterString.allocationSize(value.`mimeType`) +
-            FfiConverterOptionalString.allocationSize(value.`uri`) +
-            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ImageContent, buf: ByteBuffer) {
-            FfiConverterString.write(value.`data`, buf)
-            FfiConverterString.write(value.`mimeType`, buf)
-            FfiConverterOptionalString.write(value.`uri`, buf)
-            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Metadata about the implementation of the client or agent.
- * Describes the name and version of an ACP implementation, with an optional
- * title for UI representation.
- */
-data class Implementation (
-    /**
-     * Intended for programmatic or logical use, but can be used as a display
-     * name fallback if title isn't present.
-     */
-    var `name`: kotlin.String
-    , 
-    /**
-     * Intended for UI and end-user contexts and optimized to be human-readable
-     * and easily understood.
-     *
-     * If not provided, the name should be used for display.
-     *
-     * Omitted and `null` are equivalent and mean the `name` is used for display.
-     */
-    var `title`: kotlin.String? = null 
-    , 
-    /**
-     * Version of the implementation. Can be displayed to the user or used
-     * for debugging or metrics purposes. (e.g. "1.0.0").
-     */
-    var `version`: kotlin.String
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeImplementation: FfiConverterRustBuffer<Implementation> {
-    override fun read(buf: ByteBuffer): Implementation {
-        return Implementation(
-            FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Implementation) = (
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterOptionalString.allocationSize(value.`title`) +
-            FfiConverterString.allocationSize(value.`version`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: Implementation, buf: ByteBuffer) {
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterOptionalString.write(value.`title`, buf)
-            FfiConverterString.write(value.`version`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Request parameters for the initialize method.
- *
- * Sent by the client to establish connection and negotiate capabilities.
- *
- * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
- */
-data class InitializeRequest (
-    var `protocolVersion`: ProtocolVersion
-    , 
-    var `info`: Implementation
-    , 
-    var `capabilities`: ClientCapabilities? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeInitializeRequest: FfiConverterRustBuffer<InitializeRequest> {
-    override fun read(buf: ByteBuffer): InitializeRequest {
-        return InitializeRequest(
-            FfiConverterTypeProtocolVersion.read(buf),
-            FfiConverterTypeImplementation.read(buf),
-            FfiConverterOptionalTypeClientCapabilities.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: InitializeRequest) = (
-            FfiConverterTypeProtocolVersion.allocationSize(value.`protocolVersion`) +
-            FfiConverterTypeImplementation.allocationSize(value.`info`) +
-            FfiConverterOptionalTypeClientCapabilities.allocationSize(value.`capabilities`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: InitializeRequest, buf: ByteBuffer) {
-            FfiConverterTypeProtocolVersion.write(value.`protocolVersion`, buf)
-            FfiConverterTypeImplementation.write(value.`info`, buf)
-            FfiConverterOptionalTypeClientCapabilities.write(value.`capabilities`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Response to the `initialize` method.
- *
- * Contains the negotiated protocol version and agent capabilities.
- *
- * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
- */
-data class InitializeResponse (
-    var `protocolVersion`: ProtocolVersion
-    , 
-    var `info`: Implementation
-    , 
-    var `capabilities`: AgentCapabilities? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeInitializeResponse: FfiConverterRustBuffer<InitializeResponse> {
-    override fun read(buf: ByteBuffer): InitializeResponse {
-        return InitializeResponse(
-            FfiConverterTypeProtocolVersion.read(buf),
-            FfiConverterTypeImplementation.read(buf),
-            FfiConverterOptionalTypeAgentCapabilities.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: InitializeResponse) = (
-            FfiConverterTypeProtocolVersion.allocationSize(value.`protocolVersion`) +
-            FfiConverterTypeImplementation.allocationSize(value.`info`) +
-            FfiConverterOptionalTypeAgentCapabilities.allocationSize(value.`capabilities`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: InitializeResponse, buf: ByteBuffer) {
-            FfiConverterTypeProtocolVersion.write(value.`protocolVersion`, buf)
-            FfiConverterTypeImplementation.write(value.`info`, buf)
-            FfiConverterOptionalTypeAgentCapabilities.write(value.`capabilities`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
- */
-data class InjectCapabilities (
-    /**
-     * The modes the agent accepts. A mode this version does not know is left out on decode (ACP PR #2043 keeps the list open).
-     */
-    var `modes`: List<InjectMode>
-    , 
-    /**
-     * Operations on pending injects beyond revoke.
-     */
-    var `pending`: PendingCapabilities? = null 
-    , 
-    /**
-     * What a steer does mid model stream with no tool call pending. Omitted or `null`: not said (ACP PR #2043); a value this version does not know is left out on decode.
-     */
-    var `steerInStream`: List<SteerInStream>? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeInjectCapabilities: FfiConverterRustBuffer<InjectCapabilities> {
-    override fun read(buf: ByteBuffer): InjectCapabilities {
-        return InjectCapabilities(
-            FfiConverterSequenceTypeInjectMode.read(buf),
-            FfiConverterOptionalTypePendingCapabilities.read(buf),
-            FfiConverterOptionalSequenceTypeSteerInStream.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: InjectCapabilities) = (
-            FfiConverterSequenceTypeInjectMode.allocationSize(value.`modes`) +
-            FfiConverterOptionalTypePendingCapabilities.allocationSize(value.`pending`) +
-            FfiConverterOptionalSequenceTypeSteerInStream.allocationSize(value.`steerInStream`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: InjectCapabilities, buf: ByteBuffer) {
-            FfiConverterSequenceTypeInjectMode.write(value.`modes`, buf)
-            FfiConverterOptionalTypePendingCapabilities.write(value.`pending`, buf)
-            FfiConverterOptionalSequenceTypeSteerInStream.write(value.`steerInStream`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Adds user input to a session mid-turn.
- */
-data class InjectRequest (
-    var `sessionId`: SessionId
-    , 
-    var `mode`: InjectMode
-    , 
-    /**
-     * The message's content (at least one block).
-     */
-    var `content`: List<ContentBlock>
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeInjectRequest: FfiConverterRustBuffer<InjectRequest> {
-    override fun read(buf: ByteBuffer): InjectRequest {
-        return InjectRequest(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterTypeInjectMode.read(buf),
-            FfiConverterSequenceTypeContentBlock.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: InjectRequest) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterTypeInjectMode.allocationSize(value.`mode`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: InjectRequest, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterTypeInjectMode.write(value.`mode`, buf)
-            FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * The inject was accepted for pending delivery; its `user_message` will carry this id.
- */
-data class InjectResponse (
-    var `messageId`: MessageId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeInjectResponse: FfiConverterRustBuffer<InjectResponse> {
-    override fun read(buf: ByteBuffer): InjectResponse {
-        return InjectResponse(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: InjectResponse) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: InjectResponse, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Request parameters for listing existing sessions.
- */
-data class ListSessionsRequest (
-    /**
-     * Filter sessions by working directory. Must be an absolute path.
-     *
-     * Only sessions whose `cwd` is this same directory match. Subdirectories and
-     * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
-     *
-     * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
-     */
-    var `cwd`: kotlin.String? = null 
-    , 
-    /**
-     * Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
-     *
-     * Omitted and `null` are equivalent and mean the first page is requested.
-     */
-    var `cursor`: kotlin.String? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeListSessionsRequest: FfiConverterRustBuffer<ListSessionsRequest> {
-    override fun read(buf: ByteBuffer): ListSessionsRequest {
-        return ListSessionsRequest(
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ListSessionsRequest) = (
-            FfiConverterOptionalString.allocationSize(value.`cwd`) +
-            FfiConverterOptionalString.allocationSize(value.`cursor`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ListSessionsRequest, buf: ByteBuffer) {
-            FfiConverterOptionalString.write(value.`cwd`, buf)
-            FfiConverterOptionalString.write(value.`cursor`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Response from listing sessions.
- */
-data class ListSessionsResponse (
-    /**
-     * Array of session information objects.
-     */
-    var `sessions`: List<SessionInfo>
-    , 
-    /**
-     * Opaque cursor token. If present, pass this in the next request's cursor parameter
-     * to fetch the next page. Omitted and `null` are equivalent and mean there are no more
-     * results. An empty string is a valid cursor, not the end of results.
-     */
-    var `nextCursor`: kotlin.String? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeListSessionsResponse: FfiConverterRustBuffer<ListSessionsResponse> {
-    override fun read(buf: ByteBuffer): ListSessionsResponse {
-        return ListSessionsResponse(
-            FfiConverterSequenceTypeSessionInfo.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ListSessionsResponse) = (
-            FfiConverterSequenceTypeSessionInfo.allocationSize(value.`sessions`) +
-            FfiConverterOptionalString.allocationSize(value.`nextCursor`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ListSessionsResponse, buf: ByteBuffer) {
-            FfiConverterSequenceTypeSessionInfo.write(value.`sessions`, buf)
-            FfiConverterOptionalString.write(value.`nextCursor`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * MCP capabilities supported by the agent for session lifecycle requests.
- */
-data class McpCapabilities (
-    /**
-     * Agent supports `stdio` MCP servers.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports stdio MCP server transports.
-     */
-    var `stdio`: JsonObject? = null 
-    , 
-    /**
-     * Agent supports `http` MCP servers.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports HTTP MCP server transports.
-     */
-    var `http`: JsonObject? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeMcpCapabilities: FfiConverterRustBuffer<McpCapabilities> {
-    override fun read(buf: ByteBuffer): McpCapabilities {
-        return McpCapabilities(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: McpCapabilities) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`stdio`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`http`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: McpCapabilities, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`stdio`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`http`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * HTTP transport configuration
- *
- * Only available when the Agent capabilities include `session.mcp.http`.
- */
-data class McpServerHttp (
-    /**
-     * Human-readable name identifying this MCP server.
-     */
-    var `name`: kotlin.String
-    , 
-    /**
-     * URL to the MCP server.
-     */
-    var `url`: kotlin.String
-    , 
-    /**
-     * HTTP headers to set when making requests to the MCP server. Headers the MCP transport
-     * defines are owned by the transport, and Agents use the transport's values for them.
-     */
-    var `headers`: List<HttpHeader>? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeMcpServerHttp: FfiConverterRustBuffer<McpServerHttp> {
-    override fun read(buf: ByteBuffer): McpServerHttp {
-        return McpServerHttp(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalSequenceTypeHttpHeader.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: McpServerHttp) = (
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterString.allocationSize(value.`url`) +
-            FfiConverterOptionalSequenceTypeHttpHeader.allocationSize(value.`headers`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: McpServerHttp, buf: ByteBuffer) {
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterString.write(value.`url`, buf)
-            FfiConverterOptionalSequenceTypeHttpHeader.write(value.`headers`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Stdio transport configuration
- *
- * Only available when the Agent capabilities include `session.mcp.stdio`.
- */
-data class McpServerStdio (
-    /**
-     * Human-readable name identifying this MCP server.
-     */
-    var `name`: kotlin.String
-    , 
-    /**
-     * Absolute path to the MCP server executable.
-     */
-    var `command`: kotlin.String
-    , 
-    /**
-     * Command-line arguments to pass to the MCP server.
-     */
-    var `args`: List<kotlin.String>? = null 
-    , 
-    /**
-     * Environment variables to set when launching the MCP server. Names SHOULD be unique.
-     * Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
-     */
-    var `env`: List<EnvVariable>? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeMcpServerStdio: FfiConverterRustBuffer<McpServerStdio> {
-    override fun read(buf: ByteBuffer): McpServerStdio {
-        return McpServerStdio(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalSequenceTypeEnvVariable.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: McpServerStdio) = (
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterString.allocationSize(value.`command`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`args`) +
-            FfiConverterOptionalSequenceTypeEnvVariable.allocationSize(value.`env`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: McpServerStdio, buf: ByteBuffer) {
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterString.write(value.`command`, buf)
-            FfiConverterOptionalSequenceString.write(value.`args`, buf)
-            FfiConverterOptionalSequenceTypeEnvVariable.write(value.`env`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Everything a client UI renders for one session.
- */
-data class MirrorSnapshot (
-    var `state`: TurnState
-    , 
-    var `stopReason`: StopReason?
-    , 
-    var `usage`: Usage?
-    , 
-    var `pending`: List<PendingItem>
-    , 
-    var `transcript`: List<TranscriptEntry>
-    , 
-    var `violations`: List<Violation>
-    , 
-    var `affordances`: Affordances
-    , 
-    var `agentPending`: List<PendingInject>?
-    , 
-    var `closed`: kotlin.Boolean
-    , 
-    var `tolerated`: kotlin.ULong
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeMirrorSnapshot: FfiConverterRustBuffer<MirrorSnapshot> {
-    override fun read(buf: ByteBuffer): MirrorSnapshot {
-        return MirrorSnapshot(
-            FfiConverterTypeTurnState.read(buf),
-            FfiConverterOptionalTypeStopReason.read(buf),
-            FfiConverterOptionalTypeUsage.read(buf),
-            FfiConverterSequenceTypePendingItem.read(buf),
-            FfiConverterSequenceTypeTranscriptEntry.read(buf),
-            FfiConverterSequenceTypeViolation.read(buf),
-            FfiConverterTypeAffordances.read(buf),
-            FfiConverterOptionalSequenceTypePendingInject.read(buf),
-            FfiConverterBoolean.read(buf),
-            FfiConverterULong.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: MirrorSnapshot) = (
-            FfiConverterTypeTurnState.allocationSize(value.`state`) +
-            FfiConverterOptionalTypeStopReason.allocationSize(value.`stopReason`) +
-            FfiConverterOptionalTypeUsage.allocationSize(value.`usage`) +
-            FfiConverterSequenceTypePendingItem.allocationSize(value.`pending`) +
-            FfiConverterSequenceTypeTranscriptEntry.allocationSize(value.`transcript`) +
-            FfiConverterSequenceTypeViolation.allocationSize(value.`violations`) +
-            FfiConverterTypeAffordances.allocationSize(value.`affordances`) +
-            FfiConverterOptionalSequenceTypePendingInject.allocationSize(value.`agentPending`) +
-            FfiConverterBoolean.allocationSize(value.`closed`) +
-            FfiConverterULong.allocationSize(value.`tolerated`)
-    )
-
-    override fun write(value: MirrorSnapshot, buf: ByteBuffer) {
-            FfiConverterTypeTurnState.write(value.`state`, buf)
-            FfiConverterOptionalTypeStopReason.write(value.`stopReason`, buf)
-            FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
-            FfiConverterSequenceTypePendingItem.write(value.`pending`, buf)
-            FfiConverterSequenceTypeTranscriptEntry.write(value.`transcript`, buf)
-            FfiConverterSequenceTypeViolation.write(value.`violations`, buf)
-            FfiConverterTypeAffordances.write(value.`affordances`, buf)
-            FfiConverterOptionalSequenceTypePendingInject.write(value.`agentPending`, buf)
-            FfiConverterBoolean.write(value.`closed`, buf)
-            FfiConverterULong.write(value.`tolerated`, buf)
-    }
-}
-
-
-
-/**
- * Request parameters for creating a new session.
- *
- * See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
- */
-data class NewSessionRequest (
-    /**
-     * The working directory for this session. Must be an absolute path.
-     */
-    var `cwd`: kotlin.String
-    , 
-    /**
-     * Additional workspace roots for this session. Each path must be absolute.
-     *
-     * These expand the session's workspace scope without changing `cwd`, which
-     * remains the base for relative paths. When omitted or empty, no
-     * additional roots are activated for the new session.
-     */
-    var `additionalDirectories`: List<kotlin.String>? = null 
-    , 
-    /**
-     * List of MCP (Model Context Protocol) servers the agent should connect to.
-     */
-    var `mcpServers`: List<McpServer>? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeNewSessionRequest: FfiConverterRustBuffer<NewSessionRequest> {
-    override fun read(buf: ByteBuffer): NewSessionRequest {
-        return NewSessionRequest(
-            FfiConverterString.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalSequenceTypeMcpServer.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: NewSessionRequest) = (
-            FfiConverterString.allocationSize(value.`cwd`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`additionalDirectories`) +
-            FfiConverterOptionalSequenceTypeMcpServer.allocationSize(value.`mcpServers`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: NewSessionRequest, buf: ByteBuffer) {
-            FfiConverterString.write(value.`cwd`, buf)
-            FfiConverterOptionalSequenceString.write(value.`additionalDirectories`, buf)
-            FfiConverterOptionalSequenceTypeMcpServer.write(value.`mcpServers`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Response from creating a new session.
- *
- * New sessions default to `idle` until a state update reports otherwise.
- * Updates may arrive before or after this response. Clients MUST NOT overwrite
- * an already-reported state when the response arrives.
- *
- * See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
- */
-data class NewSessionResponse (
-    var `sessionId`: SessionId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeNewSessionResponse: FfiConverterRustBuffer<NewSessionResponse> {
-    override fun read(buf: ByteBuffer): NewSessionResponse {
-        return NewSessionResponse(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: NewSessionResponse) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: NewSessionResponse, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Operations on a pending (not yet delivered) inject.
- */
-data class PendingCapabilities (
-    /**
-     * `session/replace_inject` is supported. Omitted: not supported (ACP PR #2043 makes it optional); this toolkit always writes it.
-     */
-    var `replace`: kotlin.Boolean
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePendingCapabilities: FfiConverterRustBuffer<PendingCapabilities> {
-    override fun read(buf: ByteBuffer): PendingCapabilities {
-        return PendingCapabilities(
-            FfiConverterBoolean.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PendingCapabilities) = (
-            FfiConverterBoolean.allocationSize(value.`replace`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PendingCapabilities, buf: ByteBuffer) {
-            FfiConverterBoolean.write(value.`replace`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A pending inject as the pending-list extension reports it.
- */
-data class PendingInject (
-    var `messageId`: MessageId
-    , 
-    var `mode`: InjectMode
-    , 
-    var `content`: List<ContentBlock>
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePendingInject: FfiConverterRustBuffer<PendingInject> {
-    override fun read(buf: ByteBuffer): PendingInject {
-        return PendingInject(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterTypeInjectMode.read(buf),
-            FfiConverterSequenceTypeContentBlock.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PendingInject) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterTypeInjectMode.allocationSize(value.`mode`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PendingInject, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterTypeInjectMode.write(value.`mode`, buf)
-            FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
- */
-data class PendingInjectsUpdate (
-    var `pending`: List<PendingInject>
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePendingInjectsUpdate: FfiConverterRustBuffer<PendingInjectsUpdate> {
-    override fun read(buf: ByteBuffer): PendingInjectsUpdate {
-        return PendingInjectsUpdate(
-            FfiConverterSequenceTypePendingInject.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PendingInjectsUpdate) = (
-            FfiConverterSequenceTypePendingInject.allocationSize(value.`pending`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PendingInjectsUpdate, buf: ByteBuffer) {
-            FfiConverterSequenceTypePendingInject.write(value.`pending`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * One of the client's own prompts or injects.
- */
-data class PendingItem (
-    var `messageId`: MessageId?
-    , 
-    var `mode`: ItemMode
-    , 
-    var `status`: ItemStatus
-    , 
-    var `content`: List<ContentBlock>
-    , 
-    var `superseded`: List<List<ContentBlock>>
-    , 
-    var `held`: kotlin.Boolean
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePendingItem: FfiConverterRustBuffer<PendingItem> {
-    override fun read(buf: ByteBuffer): PendingItem {
-        return PendingItem(
-            FfiConverterOptionalTypeMessageId.read(buf),
-            FfiConverterTypeItemMode.read(buf),
-            FfiConverterTypeItemStatus.read(buf),
-            FfiConverterSequenceTypeContentBlock.read(buf),
-            FfiConverterSequenceSequenceTypeContentBlock.read(buf),
-            FfiConverterBoolean.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PendingItem) = (
-            FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterTypeItemMode.allocationSize(value.`mode`) +
-            FfiConverterTypeItemStatus.allocationSize(value.`status`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterSequenceSequenceTypeContentBlock.allocationSize(value.`superseded`) +
-            FfiConverterBoolean.allocationSize(value.`held`)
-    )
-
-    override fun write(value: PendingItem, buf: ByteBuffer) {
-            FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterTypeItemMode.write(value.`mode`, buf)
-            FfiConverterTypeItemStatus.write(value.`status`, buf)
-            FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-            FfiConverterSequenceSequenceTypeContentBlock.write(value.`superseded`, buf)
-            FfiConverterBoolean.write(value.`held`, buf)
-    }
-}
-
-
-
-/**
- * What a runtime asks the user (`session/request_permission` without the session and id).
- */
-data class PermissionAsk (
-    var `title`: kotlin.String
-    , 
-    var `description`: kotlin.String?
-    , 
-    var `options`: List<PermissionOption>
-    , 
-    var `subject`: JsonObject?
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePermissionAsk: FfiConverterRustBuffer<PermissionAsk> {
-    override fun read(buf: ByteBuffer): PermissionAsk {
-        return PermissionAsk(
-            FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterSequenceTypePermissionOption.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PermissionAsk) = (
-            FfiConverterString.allocationSize(value.`title`) +
-            FfiConverterOptionalString.allocationSize(value.`description`) +
-            FfiConverterSequenceTypePermissionOption.allocationSize(value.`options`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`subject`)
-    )
-
-    override fun write(value: PermissionAsk, buf: ByteBuffer) {
-            FfiConverterString.write(value.`title`, buf)
-            FfiConverterOptionalString.write(value.`description`, buf)
-            FfiConverterSequenceTypePermissionOption.write(value.`options`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`subject`, buf)
-    }
-}
-
-
-
-/**
- * An option presented to the user when requesting permission.
- */
-data class PermissionOption (
-    var `optionId`: PermissionOptionId
-    , 
-    /**
-     * Human-readable label to display to the user.
-     */
-    var `name`: kotlin.String
-    , 
-    var `kind`: PermissionOptionKind
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePermissionOption: FfiConverterRustBuffer<PermissionOption> {
-    override fun read(buf: ByteBuffer): PermissionOption {
-        return PermissionOption(
-            FfiConverterTypePermissionOptionId.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterTypePermissionOptionKind.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PermissionOption) = (
-            FfiConverterTypePermissionOptionId.allocationSize(value.`optionId`) +
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterTypePermissionOptionKind.allocationSize(value.`kind`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PermissionOption, buf: ByteBuffer) {
-            FfiConverterTypePermissionOptionId.write(value.`optionId`, buf)
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterTypePermissionOptionKind.write(value.`kind`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A permission request the core sent: its id (the `PermissionAnswered` action that answers it
- * carries the same id) and the outputs the call caused (the `requires_action` update and the
- * request line, or the `cancelled` answer when no controller is attached).
- */
-data class PermissionRequestSent (
-    /**
-     * The request's id.
-     */
-    var `requestId`: RequestId
-    , 
-    /**
-     * Every output the call caused, in order.
-     */
-    var `outputs`: List<Output>
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePermissionRequestSent: FfiConverterRustBuffer<PermissionRequestSent> {
-    override fun read(buf: ByteBuffer): PermissionRequestSent {
-        return PermissionRequestSent(
-            FfiConverterTypeRequestId.read(buf),
-            FfiConverterSequenceTypeOutput.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PermissionRequestSent) = (
-            FfiConverterTypeRequestId.allocationSize(value.`requestId`) +
-            FfiConverterSequenceTypeOutput.allocationSize(value.`outputs`)
-    )
-
-    override fun write(value: PermissionRequestSent, buf: ByteBuffer) {
-            FfiConverterTypeRequestId.write(value.`requestId`, buf)
-            FfiConverterSequenceTypeOutput.write(value.`outputs`, buf)
-    }
-}
-
-
-
-/**
- * A single entry in the execution plan.
- *
- * Represents a task or goal that the assistant intends to accomplish
- * as part of fulfilling the user's request.
- * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
- */
-data class PlanEntry (
-    /**
-     * Human-readable description of what this task aims to accomplish.
-     */
-    var `content`: kotlin.String
-    , 
-    var `priority`: PlanEntryPriority
-    , 
-    var `status`: PlanEntryStatus
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanEntry: FfiConverterRustBuffer<PlanEntry> {
-    override fun read(buf: ByteBuffer): PlanEntry {
-        return PlanEntry(
-            FfiConverterString.read(buf),
-            FfiConverterTypePlanEntryPriority.read(buf),
-            FfiConverterTypePlanEntryStatus.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PlanEntry) = (
-            FfiConverterString.allocationSize(value.`content`) +
-            FfiConverterTypePlanEntryPriority.allocationSize(value.`priority`) +
-            FfiConverterTypePlanEntryStatus.allocationSize(value.`status`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PlanEntry, buf: ByteBuffer) {
-            FfiConverterString.write(value.`content`, buf)
-            FfiConverterTypePlanEntryPriority.write(value.`priority`, buf)
-            FfiConverterTypePlanEntryStatus.write(value.`status`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Structured plan entries.
- */
-data class PlanItems (
-    /**
-     * The plan ID to update.
-     */
-    var `planId`: kotlin.String
-    , 
-    /**
-     * The list of tasks to be accomplished.
-     *
-     * When updating an item-based plan, the agent must send a complete list of all entries
-     * with their current status. The client replaces that plan with each update.
-     */
-    var `entries`: List<PlanEntry>
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanItems: FfiConverterRustBuffer<PlanItems> {
-    override fun read(buf: ByteBuffer): PlanItems {
-        return PlanItems(
-            FfiConverterString.read(buf),
-            FfiConverterSequenceTypePlanEntry.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PlanItems) = (
-            FfiConverterString.allocationSize(value.`planId`) +
-            FfiConverterSequenceTypePlanEntry.allocationSize(value.`entries`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PlanItems, buf: ByteBuffer) {
-            FfiConverterString.write(value.`planId`, buf)
-            FfiConverterSequenceTypePlanEntry.write(value.`entries`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A content update for a plan identified by ID.
- * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
- */
-data class PlanUpdate (
-    var `plan`: PlanUpdateContent
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanUpdate: FfiConverterRustBuffer<PlanUpdate> {
-    override fun read(buf: ByteBuffer): PlanUpdate {
-        return PlanUpdate(
-            FfiConverterTypePlanUpdateContent.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PlanUpdate) = (
-            FfiConverterTypePlanUpdateContent.allocationSize(value.`plan`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PlanUpdate, buf: ByteBuffer) {
-            FfiConverterTypePlanUpdateContent.write(value.`plan`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Agent-side knobs.
- */
-data class Policy (
-    var `queueDrain`: QueueDrain
-    , 
-    var `steerInStream`: SteerInStream
-    , 
-    var `revokeReplace`: RevokeReplace
-    , 
-    var `rememberIds`: kotlin.ULong
-    , 
-    var `clearStyle`: ClearStyle
-    , 
-    var `maxLineBytes`: kotlin.ULong
-    , 
-    var `listPageSize`: kotlin.ULong
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePolicy: FfiConverterRustBuffer<Policy> {
-    override fun read(buf: ByteBuffer): Policy {
-        return Policy(
-            FfiConverterTypeQueueDrain.read(buf),
-            FfiConverterTypeSteerInStream.read(buf),
-            FfiConverterTypeRevokeReplace.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterTypeClearStyle.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterULong.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Policy) = (
-            FfiConverterTypeQueueDrain.allocationSize(value.`queueDrain`) +
-            FfiConverterTypeSteerInStream.allocationSize(value.`steerInStream`) +
-            FfiConverterTypeRevokeReplace.allocationSize(value.`revokeReplace`) +
-            FfiConverterULong.allocationSize(value.`rememberIds`) +
-            FfiConverterTypeClearStyle.allocationSize(value.`clearStyle`) +
-            FfiConverterULong.allocationSize(value.`maxLineBytes`) +
-            FfiConverterULong.allocationSize(value.`listPageSize`)
-    )
-
-    override fun write(value: Policy, buf: ByteBuffer) {
-            FfiConverterTypeQueueDrain.write(value.`queueDrain`, buf)
-            FfiConverterTypeSteerInStream.write(value.`steerInStream`, buf)
-            FfiConverterTypeRevokeReplace.write(value.`revokeReplace`, buf)
-            FfiConverterULong.write(value.`rememberIds`, buf)
-            FfiConverterTypeClearStyle.write(value.`clearStyle`, buf)
-            FfiConverterULong.write(value.`maxLineBytes`, buf)
-            FfiConverterULong.write(value.`listPageSize`, buf)
-    }
-}
-
-
-
-/**
- * Request parameters for sending a user prompt to the agent.
- *
- * Contains the user's message and any additional context.
- *
- * See protocol docs: [User Message](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#1-user-message)
- */
-data class PromptRequest (
-    var `sessionId`: SessionId
-    , 
-    /**
-     * The blocks of content that compose the user's message.
-     *
-     * As a baseline, the Agent MUST support `text` and `resource_link` content blocks,
-     * while other variants are optionally enabled via `PromptCapabilities`.
-     *
-     * The Client MUST adapt its interface according to `PromptCapabilities`.
-     *
-     * The client MAY include referenced pieces of context as either
-     * `resource` or `resource_link` content blocks.
-     *
-     * When available, `resource` is preferred
-     * as it avoids extra round-trips and allows the message to include
-     * pieces of context from sources the agent may not have access to.
-     *
-     * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
-     * inserting it.
-     */
-    var `prompt`: List<ContentBlock>
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePromptRequest: FfiConverterRustBuffer<PromptRequest> {
-    override fun read(buf: ByteBuffer): PromptRequest {
-        return PromptRequest(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterSequenceTypeContentBlock.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PromptRequest) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`prompt`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PromptRequest, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterSequenceTypeContentBlock.write(value.`prompt`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Response acknowledging that a user prompt was inserted into the ACP conversation.
- *
- * This response does not indicate that the prompt was merely received or held, nor that the
- * agent has finished processing it.
- * Processing and completion are reported through `state_update` session updates.
- *
- * Insertion is the logical addition of a user message with a message ID and a position
- * relative to other messages in the ACP conversation.
- *
- * See protocol docs: [Prompt Accepted](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#2-prompt-accepted)
- */
-data class PromptResponse (
-    var `messageId`: MessageId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePromptResponse: FfiConverterRustBuffer<PromptResponse> {
-    override fun read(buf: ByteBuffer): PromptResponse {
-        return PromptResponse(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PromptResponse) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: PromptResponse, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * An error the agent answered to one of this client's requests.
- */
-data class ProtocolError (
-    var `code`: kotlin.Long
-    , 
-    var `message`: kotlin.String
-    , 
-    var `reason`: ErrorReason?
-    , 
-    var `messageId`: MessageId?
-    , 
-    var `detail`: kotlin.String?
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeProtocolError: FfiConverterRustBuffer<ProtocolError> {
-    override fun read(buf: ByteBuffer): ProtocolError {
-        return ProtocolError(
-            FfiConverterLong.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeErrorReason.read(buf),
-            FfiConverterOptionalTypeMessageId.read(buf),
-            FfiConverterOptionalString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ProtocolError) = (
-            FfiConverterLong.allocationSize(value.`code`) +
-            FfiConverterString.allocationSize(value.`message`) +
-            FfiConverterOptionalTypeErrorReason.allocationSize(value.`reason`) +
-            FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterOptionalString.allocationSize(value.`detail`)
-    )
-
-    override fun write(value: ProtocolError, buf: ByteBuffer) {
-            FfiConverterLong.write(value.`code`, buf)
-            FfiConverterString.write(value.`message`, buf)
-            FfiConverterOptionalTypeErrorReason.write(value.`reason`, buf)
-            FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterOptionalString.write(value.`detail`, buf)
-    }
-}
-
-
-
-/**
- * Replaces a pending inject's content, keeping its id, mode and position.
- */
-data class ReplaceInjectRequest (
-    var `sessionId`: SessionId
-    , 
-    var `messageId`: MessageId
-    , 
-    /**
-     * The new content (at least one block).
-     */
-    var `content`: List<ContentBlock>
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeReplaceInjectRequest: FfiConverterRustBuffer<ReplaceInjectRequest> {
-    override fun read(buf: ByteBuffer): ReplaceInjectRequest {
-        return ReplaceInjectRequest(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterSequenceTypeContentBlock.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ReplaceInjectRequest) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ReplaceInjectRequest, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * The content was replaced; the `user_message` will carry the new content.
- */
-data class ReplaceInjectResponse (
-    var `messageId`: MessageId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeReplaceInjectResponse: FfiConverterRustBuffer<ReplaceInjectResponse> {
-    override fun read(buf: ByteBuffer): ReplaceInjectResponse {
-        return ReplaceInjectResponse(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ReplaceInjectResponse) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ReplaceInjectResponse, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Replay all retained conversation history from its first replayable entry.
- */
-data class ReplayFromStart (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeReplayFromStart: FfiConverterRustBuffer<ReplayFromStart> {
-    override fun read(buf: ByteBuffer): ReplayFromStart {
-        return ReplayFromStart(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ReplayFromStart) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ReplayFromStart, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Request for user permission to proceed with an operation.
- *
- * Sent when the agent needs authorization before performing a sensitive operation.
- *
- * See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
- */
-data class RequestPermissionRequest (
-    var `sessionId`: SessionId
-    , 
-    /**
-     * Human-readable title for the permission prompt.
-     *
-     * This title is specific to the permission prompt and does not update any
-     * subject's displayed title.
-     */
-    var `title`: kotlin.String
-    , 
-    /**
-     * Optional human-readable explanation of why permission is needed.
-     *
-     * This text is specific to the permission prompt and does not update any
-     * subject's displayed content. Omitted and `null` are equivalent and mean no separate
-     * permission description was provided.
-     */
-    var `description`: kotlin.String? = null 
-    , 
-    /**
-     * Optional structured context about the operation requiring permission.
-     *
-     * Omitted and `null` are equivalent and mean no structured subject was provided.
-     */
-    var `subject`: JsonObject? = null 
-    , 
-    /**
-     * Available permission options for the user to choose from.
-     * Must contain at least one option.
-     */
-    var `options`: List<PermissionOption>
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRequestPermissionRequest: FfiConverterRustBuffer<RequestPermissionRequest> {
-    override fun read(buf: ByteBuffer): RequestPermissionRequest {
-        return RequestPermissionRequest(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-            FfiConverterSequenceTypePermissionOption.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: RequestPermissionRequest) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`title`) +
-            FfiConverterOptionalString.allocationSize(value.`description`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`subject`) +
-            FfiConverterSequenceTypePermissionOption.allocationSize(value.`options`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: RequestPermissionRequest, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`title`, buf)
-            FfiConverterOptionalString.write(value.`description`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`subject`, buf)
-            FfiConverterSequenceTypePermissionOption.write(value.`options`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Response to a permission request.
- */
-data class RequestPermissionResponse (
-    var `outcome`: RequestPermissionOutcome
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRequestPermissionResponse: FfiConverterRustBuffer<RequestPermissionResponse> {
-    override fun read(buf: ByteBuffer): RequestPermissionResponse {
-        return RequestPermissionResponse(
-            FfiConverterTypeRequestPermissionOutcome.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: RequestPermissionResponse) = (
-            FfiConverterTypeRequestPermissionOutcome.allocationSize(value.`outcome`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: RequestPermissionResponse, buf: ByteBuffer) {
-            FfiConverterTypeRequestPermissionOutcome.write(value.`outcome`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Foreground work is blocked on user action.
- */
-data class RequiresActionStateUpdate (
-    /**
-     * Work running independently of foreground work, as a complete snapshot.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-     * background work, not that nothing is running. `[]` means no background work is
-     * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
-     *
-     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-     */
-    var `background`: List<BackgroundWork>? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRequiresActionStateUpdate: FfiConverterRustBuffer<RequiresActionStateUpdate> {
-    override fun read(buf: ByteBuffer): RequiresActionStateUpdate {
-        return RequiresActionStateUpdate(
-            FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: RequiresActionStateUpdate) = (
-            FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: RequiresActionStateUpdate, buf: ByteBuffer) {
-            FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * References to resources that the receiver may be able to read.
- *
- * All agents MUST support resource links in prompts.
- */
-data class ResourceLink (
-    /**
-     * Human-readable name shown for this protocol object.
-     */
-    var `name`: kotlin.String
-    , 
-    /**
-     * URI associated with this resource or media payload.
-     */
-    var `uri`: kotlin.String
-    , 
-    /**
-     * Optional display title for end-user UI.
-     *
-     * Omitted and `null` are equivalent and mean no title is provided.
-     */
-    var `title`: kotlin.String? = null 
-    , 
-    /**
-     * Optional human-readable details shown with this protocol object.
-     *
-     * Omitted and `null` are equivalent and mean no description is provided.
-     */
-    var `description`: kotlin.String? = null 
-    , 
-    /**
-     * Optional set of sized icons that the client can display in a user interface.
-     *
-     * Omitted and `null` are equivalent and mean no icons are provided.
-     */
-    var `icons`: List<JsonObject>? = null 
-    , 
-    /**
-     * MIME type describing the encoded media payload.
-     *
-     * Omitted and `null` are equivalent and mean the MIME type is not specified.
-     */
-    var `mimeType`: kotlin.String? = null 
-    , 
-    /**
-     * Optional size of the linked resource in bytes, if known.
-     *
-     * Omitted and `null` are equivalent and mean the size is not known.
-     */
-    var `size`: kotlin.ULong? = null 
-    , 
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    var `annotations`: Annotations? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeResourceLink: FfiConverterRustBuffer<ResourceLink> {
-    override fun read(buf: ByteBuffer): ResourceLink {
-        return ResourceLink(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalSequenceTypeJsonObject.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalTypeAnnotations.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ResourceLink) = (
-            FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterString.allocationSize(value.`uri`) +
-            FfiConverterOptionalString.allocationSize(value.`title`) +
-            FfiConverterOptionalString.allocationSize(value.`description`) +
-            FfiConverterOptionalSequenceTypeJsonObject.allocationSize(value.`icons`) +
-            FfiConverterOptionalString.allocationSize(value.`mimeType`) +
-            FfiConverterOptionalULong.allocationSize(value.`size`) +
-            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ResourceLink, buf: ByteBuffer) {
-            FfiConverterString.write(value.`name`, buf)
-            FfiConverterString.write(value.`uri`, buf)
-            FfiConverterOptionalString.write(value.`title`, buf)
-            FfiConverterOptionalString.write(value.`description`, buf)
-            FfiConverterOptionalSequenceTypeJsonObject.write(value.`icons`, buf)
-            FfiConverterOptionalString.write(value.`mimeType`, buf)
-            FfiConverterOptionalULong.write(value.`size`, buf)
-            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Request parameters for resuming an existing session.
- *
- * Resumes an existing session and optionally replays retained conversation
- * history according to `replayFrom`.
- */
-data class ResumeSessionRequest (
-    var `sessionId`: SessionId
-    , 
-    /**
-     * The working directory for this session. Must be an absolute path.
-     *
-     * Clients MUST send the session's working directory. Agents MAY reject a different directory
-     * with `-32602`, and MAY normalize paths when comparing.
-     */
-    var `cwd`: kotlin.String
-    , 
-    /**
-     * Additional workspace roots to activate for this session. Each path must be absolute.
-     *
-     * When omitted or empty, no additional roots are activated. When non-empty,
-     * this is the complete resulting additional-root list for the resumed
-     * session. It may differ from any previously used or reported list as long as
-     * the request `cwd` matches the session's `cwd`.
-     */
-    var `additionalDirectories`: List<kotlin.String>? = null 
-    , 
-    /**
-     * List of MCP servers to connect to for this session.
-     *
-     * The complete set of Client-provided servers. Omitted and `[]` mean none. Agents SHOULD
-     * NOT restore servers from earlier requests.
-     */
-    var `mcpServers`: List<McpServer>? = null 
-    , 
-    /**
-     * Inclusive cursor describing where conversation replay should begin.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent should resume without
-     * replaying previous conversation history. Replay cursors are inclusive:
-     * replay includes the position identified by the cursor. Supplying
-     * `{ "type": "start" }` means the Agent should replay all retained
-     * conversation history before responding.
-     *
-     * Agents MUST reject unsupported cursor types or malformed cursor values
-     * with `-32602` (Invalid params), rather than substituting another cursor
-     * or resuming without replay.
-     */
-    var `replayFrom`: ReplayFrom? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeResumeSessionRequest: FfiConverterRustBuffer<ResumeSessionRequest> {
-    override fun read(buf: ByteBuffer): ResumeSessionRequest {
-        return ResumeSessionRequest(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalSequenceTypeMcpServer.read(buf),
-            FfiConverterOptionalTypeReplayFrom.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ResumeSessionRequest) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`cwd`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`additionalDirectories`) +
-            FfiConverterOptionalSequenceTypeMcpServer.allocationSize(value.`mcpServers`) +
-            FfiConverterOptionalTypeReplayFrom.allocationSize(value.`replayFrom`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ResumeSessionRequest, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`cwd`, buf)
-            FfiConverterOptionalSequenceString.write(value.`additionalDirectories`, buf)
-            FfiConverterOptionalSequenceTypeMcpServer.write(value.`mcpServers`, buf)
-            FfiConverterOptionalTypeReplayFrom.write(value.`replayFrom`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Response from resuming an existing session.
- *
- * The agent MUST send a current `state_update` after any requested history
- * replay and before this response, even without replay. The update reports
- * foreground state after resuming. The response alone does not imply `idle`.
- *
- * See protocol docs: [Current-State Synchronization](https://agentclientprotocol.com/protocol/v2/draft/session-setup#current-state-synchronization)
- */
-data class ResumeSessionResponse (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeResumeSessionResponse: FfiConverterRustBuffer<ResumeSessionResponse> {
-    override fun read(buf: ByteBuffer): ResumeSessionResponse {
-        return ResumeSessionResponse(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ResumeSessionResponse) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ResumeSessionResponse, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Drops a pending inject. Idempotent for an id already revoked.
- */
-data class RevokeInjectRequest (
-    var `sessionId`: SessionId
-    , 
-    var `messageId`: MessageId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRevokeInjectRequest: FfiConverterRustBuffer<RevokeInjectRequest> {
-    override fun read(buf: ByteBuffer): RevokeInjectRequest {
-        return RevokeInjectRequest(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: RevokeInjectRequest) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: RevokeInjectRequest, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * The inject is revoked: no `user_message` for it will ever be emitted.
- */
-data class RevokeInjectResponse (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRevokeInjectResponse: FfiConverterRustBuffer<RevokeInjectResponse> {
-    override fun read(buf: ByteBuffer): RevokeInjectResponse {
-        return RevokeInjectResponse(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: RevokeInjectResponse) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: RevokeInjectResponse, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Foreground work is in progress.
- */
-data class RunningStateUpdate (
-    /**
-     * Work running independently of foreground work, as a complete snapshot.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-     * background work, not that nothing is running. `[]` means no background work is
-     * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
-     *
-     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-     */
-    var `background`: List<BackgroundWork>? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRunningStateUpdate: FfiConverterRustBuffer<RunningStateUpdate> {
-    override fun read(buf: ByteBuffer): RunningStateUpdate {
-        return RunningStateUpdate(
-            FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: RunningStateUpdate) = (
-            FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: RunningStateUpdate, buf: ByteBuffer) {
-            FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * The user selected one of the provided options.
- *
- * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
- * approved.
- */
-data class SelectedPermissionOutcome (
-    var `optionId`: PermissionOptionId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSelectedPermissionOutcome: FfiConverterRustBuffer<SelectedPermissionOutcome> {
-    override fun read(buf: ByteBuffer): SelectedPermissionOutcome {
-        return SelectedPermissionOutcome(
-            FfiConverterTypePermissionOptionId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SelectedPermissionOutcome) = (
-            FfiConverterTypePermissionOptionId.allocationSize(value.`optionId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: SelectedPermissionOutcome, buf: ByteBuffer) {
-            FfiConverterTypePermissionOptionId.write(value.`optionId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Capabilities for additional session directories support.
- *
- * Supplying `{}` means the agent supports the `additionalDirectories` field on
- * supported session lifecycle requests. Agents may return
- * `SessionInfo.additionalDirectories` in `session/list` to report the
- * complete ordered additional-root list associated with a listed session.
- */
-data class SessionAdditionalDirectoriesCapabilities (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionAdditionalDirectoriesCapabilities: FfiConverterRustBuffer<SessionAdditionalDirectoriesCapabilities> {
-    override fun read(buf: ByteBuffer): SessionAdditionalDirectoriesCapabilities {
-        return SessionAdditionalDirectoriesCapabilities(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionAdditionalDirectoriesCapabilities) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: SessionAdditionalDirectoriesCapabilities, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Session capabilities supported by the agent.
- *
- * Supplying `{}` means the agent supports the baseline session methods:
- * `session/new`, `session/list`, `session/resume`, `session/close`,
- * `session/prompt`, `session/cancel`, and `session/update`.
- *
- * Agents that support sessions **MAY** support additional session methods,
- * prompt content types, and MCP transports by specifying additional
- * capabilities.
- *
- * See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
- */
-data class SessionCapabilities (
-    var `meta`: JsonObject? = null 
-    , 
-    /**
-     * MCP capabilities supported by the agent for session lifecycle requests.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
-     * server transport support for sessions.
-     */
-    var `mcp`: McpCapabilities? = null 
-    , 
-    /**
-     * **UNSTABLE**
-     *
-     * This capability is not part of the spec yet, and may be removed or changed at any point.
-     *
-     * Whether the agent supports `session/status`.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports checking session status.
-     */
-    var `status`: SessionStatusCapabilities? = null 
-    , 
-    /**
-     * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports `additionalDirectories` on
-     * supported session lifecycle requests.
-     *
-     * Agents may return `SessionInfo.additionalDirectories` to report the
-     * complete ordered additional-root list associated with a listed session.
-     */
-    var `additionalDirectories`: SessionAdditionalDirectoriesCapabilities? = null 
-    , 
-    /**
-     * `session/inject` with revoke (mandatory) and optional replace.
-     */
-    var `inject`: InjectCapabilities? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionCapabilities: FfiConverterRustBuffer<SessionCapabilities> {
-    override fun read(buf: ByteBuffer): SessionCapabilities {
-        return SessionCapabilities(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-            FfiConverterOptionalTypeMcpCapabilities.read(buf),
-            FfiConverterOptionalTypeSessionStatusCapabilities.read(buf),
-            FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.read(buf),
-            FfiConverterOptionalTypeInjectCapabilities.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionCapabilities) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`) +
-            FfiConverterOptionalTypeMcpCapabilities.allocationSize(value.`mcp`) +
-            FfiConverterOptionalTypeSessionStatusCapabilities.allocationSize(value.`status`) +
-            FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.allocationSize(value.`additionalDirectories`) +
-            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`inject`)
-    )
-
-    override fun write(value: SessionCapabilities, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-            FfiConverterOptionalTypeMcpCapabilities.write(value.`mcp`, buf)
-            FfiConverterOptionalTypeSessionStatusCapabilities.write(value.`status`, buf)
-            FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities.write(value.`additionalDirectories`, buf)
-            FfiConverterOptionalTypeInjectCapabilities.write(value.`inject`, buf)
-    }
-}
-
-
-
-/**
- * Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
- */
-data class SessionClosedUpdate (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionClosedUpdate: FfiConverterRustBuffer<SessionClosedUpdate> {
-    override fun read(buf: ByteBuffer): SessionClosedUpdate {
-        return SessionClosedUpdate(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionClosedUpdate) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: SessionClosedUpdate, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Information about a session returned by session/list
- */
-data class SessionInfo (
-    var `sessionId`: SessionId
-    , 
-    /**
-     * The working directory for this session. Must be an absolute path.
-     */
-    var `cwd`: kotlin.String
-    , 
-    /**
-     * Additional workspace roots reported for this session. Each path must be absolute.
-     *
-     * When present, this is the complete ordered additional-root list reported
-     * by the Agent. Omitted and empty values are equivalent: the response
-     * reports no additional roots.
-     */
-    var `additionalDirectories`: List<kotlin.String>? = null 
-    , 
-    /**
-     * Human-readable title for the session
-     *
-     * Omitted and `null` are equivalent and mean no title is provided.
-     */
-    var `title`: kotlin.String? = null 
-    , 
-    /**
-     * RFC 3339 timestamp of last activity.
-     *
-     * Omitted and `null` are equivalent and mean the last activity time is not reported.
-     */
-    var `updatedAt`: kotlin.String? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionInfo: FfiConverterRustBuffer<SessionInfo> {
-    override fun read(buf: ByteBuffer): SessionInfo {
-        return SessionInfo(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionInfo) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`cwd`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`additionalDirectories`) +
-            FfiConverterOptionalString.allocationSize(value.`title`) +
-            FfiConverterOptionalString.allocationSize(value.`updatedAt`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: SessionInfo, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`cwd`, buf)
-            FfiConverterOptionalSequenceString.write(value.`additionalDirectories`, buf)
-            FfiConverterOptionalString.write(value.`title`, buf)
-            FfiConverterOptionalString.write(value.`updatedAt`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Session metadata has been updated (title, timestamps, custom metadata)
- */
-data class SessionInfoUpdate (
-    /**
-     * Human-readable title for the session. Set to null to clear.
-     */
-    var `title`: StringPatchMember
-    , 
-    /**
-     * RFC 3339 timestamp of last activity. Set to null to clear.
-     */
-    var `updatedAt`: StringPatchMember
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionInfoUpdate: FfiConverterRustBuffer<SessionInfoUpdate> {
-    override fun read(buf: ByteBuffer): SessionInfoUpdate {
-        return SessionInfoUpdate(
-            FfiConverterTypeStringPatchMember.read(buf),
-            FfiConverterTypeStringPatchMember.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionInfoUpdate) = (
-            FfiConverterTypeStringPatchMember.allocationSize(value.`title`) +
-            FfiConverterTypeStringPatchMember.allocationSize(value.`updatedAt`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: SessionInfoUpdate, buf: ByteBuffer) {
-            FfiConverterTypeStringPatchMember.write(value.`title`, buf)
-            FfiConverterTypeStringPatchMember.write(value.`updatedAt`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * One page of `session/list`.
- */
-data class SessionPage (
-    /**
-     * Newest first.
-     */
-    var `sessions`: List<SessionInfo>
-    , 
-    /**
-     * Pass as `cursor` for the next page; `None` at the end.
-     */
-    var `nextCursor`: kotlin.String?
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionPage: FfiConverterRustBuffer<SessionPage> {
-    override fun read(buf: ByteBuffer): SessionPage {
-        return SessionPage(
-            FfiConverterSequenceTypeSessionInfo.read(buf),
-            FfiConverterOptionalString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionPage) = (
-            FfiConverterSequenceTypeSessionInfo.allocationSize(value.`sessions`) +
-            FfiConverterOptionalString.allocationSize(value.`nextCursor`)
-    )
-
-    override fun write(value: SessionPage, buf: ByteBuffer) {
-            FfiConverterSequenceTypeSessionInfo.write(value.`sessions`, buf)
-            FfiConverterOptionalString.write(value.`nextCursor`, buf)
-    }
-}
-
-
-
-/**
- * The parameters of `session/new` or `session/resume`.
- */
-data class SessionSetup (
-    var `cwd`: kotlin.String
-    , 
-    var `additionalDirectories`: List<kotlin.String>
-    , 
-    var `mcpServers`: List<McpServer>
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionSetup: FfiConverterRustBuffer<SessionSetup> {
-    override fun read(buf: ByteBuffer): SessionSetup {
-        return SessionSetup(
-            FfiConverterString.read(buf),
-            FfiConverterSequenceString.read(buf),
-            FfiConverterSequenceTypeMcpServer.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionSetup) = (
-            FfiConverterString.allocationSize(value.`cwd`) +
-            FfiConverterSequenceString.allocationSize(value.`additionalDirectories`) +
-            FfiConverterSequenceTypeMcpServer.allocationSize(value.`mcpServers`)
-    )
-
-    override fun write(value: SessionSetup, buf: ByteBuffer) {
-            FfiConverterString.write(value.`cwd`, buf)
-            FfiConverterSequenceString.write(value.`additionalDirectories`, buf)
-            FfiConverterSequenceTypeMcpServer.write(value.`mcpServers`, buf)
-    }
-}
-
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Capabilities for the `session/status` method.
- *
- * Supplying `{}` means the agent supports checking session status.
- */
-data class SessionStatusCapabilities (
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionStatusCapabilities: FfiConverterRustBuffer<SessionStatusCapabilities> {
-    override fun read(buf: ByteBuffer): SessionStatusCapabilities {
-        return SessionStatusCapabilities(
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionStatusCapabilities) = (
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: SessionStatusCapabilities, buf: ByteBuffer) {
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Request parameters for checking the status of a session.
- *
- * Only available if the Agent supports the `session.status` capability.
- *
- * `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
- * close, or change the session, and does not attach the requesting connection to it.
- * A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
- */
-data class SessionStatusRequest (
-    var `sessionId`: SessionId
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionStatusRequest: FfiConverterRustBuffer<SessionStatusRequest> {
-    override fun read(buf: ByteBuffer): SessionStatusRequest {
-        return SessionStatusRequest(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionStatusRequest) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: SessionStatusRequest, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Response from checking the status of a session.
- *
- * The result is a snapshot. A session reported `open` may be closed or evicted before
- * the Client's next request.
- */
-data class SessionStatusResponse (
-    var `status`: SessionStatus
-    , 
-    /**
-     * The session's current foreground state, as the same snapshot the Agent sends in
-     * `state_update` notifications.
-     *
-     * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
-     * malformed values mean the Agent is not reporting foreground state, and Clients
-     * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
-     * MUST NOT count an `idle` snapshot as a new completion.
-     */
-    var `state`: StateUpdate? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionStatusResponse: FfiConverterRustBuffer<SessionStatusResponse> {
-    override fun read(buf: ByteBuffer): SessionStatusResponse {
-        return SessionStatusResponse(
-            FfiConverterTypeSessionStatus.read(buf),
-            FfiConverterOptionalTypeStateUpdate.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SessionStatusResponse) = (
-            FfiConverterTypeSessionStatus.allocationSize(value.`status`) +
-            FfiConverterOptionalTypeStateUpdate.allocationSize(value.`state`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: SessionStatusResponse, buf: ByteBuffer) {
-            FfiConverterTypeSessionStatus.write(value.`status`, buf)
-            FfiConverterOptionalTypeStateUpdate.write(value.`state`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Session-setup features of the host.
- */
-data class SetupSupport (
-    var `mcpStdio`: kotlin.Boolean
-    , 
-    var `mcpHttp`: kotlin.Boolean
-    , 
-    var `additionalDirectories`: kotlin.Boolean
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSetupSupport: FfiConverterRustBuffer<SetupSupport> {
-    override fun read(buf: ByteBuffer): SetupSupport {
-        return SetupSupport(
-            FfiConverterBoolean.read(buf),
-            FfiConverterBoolean.read(buf),
-            FfiConverterBoolean.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SetupSupport) = (
-            FfiConverterBoolean.allocationSize(value.`mcpStdio`) +
-            FfiConverterBoolean.allocationSize(value.`mcpHttp`) +
-            FfiConverterBoolean.allocationSize(value.`additionalDirectories`)
-    )
-
-    override fun write(value: SetupSupport, buf: ByteBuffer) {
-            FfiConverterBoolean.write(value.`mcpStdio`, buf)
-            FfiConverterBoolean.write(value.`mcpHttp`, buf)
-            FfiConverterBoolean.write(value.`additionalDirectories`, buf)
-    }
-}
-
-
-
-/**
- * Text content. May be plain text or formatted with Markdown.
- *
- * All agents MUST support text content blocks in prompts.
- * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
- * extensions.
- */
-data class TextContent (
-    /**
-     * Text payload carried by this content block.
-     */
-    var `text`: kotlin.String
-    , 
-    /**
-     * Optional annotations that help clients decide how to display or route this content.
-     *
-     * Omitted and `null` are equivalent and mean no annotations are provided.
-     */
-    var `annotations`: Annotations? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeTextContent: FfiConverterRustBuffer<TextContent> {
-    override fun read(buf: ByteBuffer): TextContent {
-        return TextContent(
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeAnnotations.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: TextContent) = (
-            FfiConverterString.allocationSize(value.`text`) +
-            FfiConverterOptionalTypeAnnotations.allocationSize(value.`annotations`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: TextContent, buf: ByteBuffer) {
-            FfiConverterString.write(value.`text`, buf)
-            FfiConverterOptionalTypeAnnotations.write(value.`annotations`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Text-based resource contents.
- */
-data class TextResourceContents (
-    /**
-     * Text payload carried by this content block.
-     */
-    var `text`: kotlin.String
-    , 
-    /**
-     * URI associated with this resource or media payload.
-     */
-    var `uri`: kotlin.String
-    , 
-    /**
-     * MIME type describing the encoded media payload.
-     *
-     * Omitted and `null` are equivalent and mean the MIME type is not specified.
-     */
-    var `mimeType`: kotlin.String? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeTextResourceContents: FfiConverterRustBuffer<TextResourceContents> {
-    override fun read(buf: ByteBuffer): TextResourceContents {
-        return TextResourceContents(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: TextResourceContents) = (
-            FfiConverterString.allocationSize(value.`text`) +
-            FfiConverterString.allocationSize(value.`uri`) +
-            FfiConverterOptionalString.allocationSize(value.`mimeType`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: TextResourceContents, buf: ByteBuffer) {
-            FfiConverterString.write(value.`text`, buf)
-            FfiConverterString.write(value.`uri`, buf)
-            FfiConverterOptionalString.write(value.`mimeType`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Standard content block (text, images, resources).
- */
-data class ToolCallContentBlock (
-    var `content`: ContentBlock
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeToolCallContentBlock: FfiConverterRustBuffer<ToolCallContentBlock> {
-    override fun read(buf: ByteBuffer): ToolCallContentBlock {
-        return ToolCallContentBlock(
-            FfiConverterTypeContentBlock.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ToolCallContentBlock) = (
-            FfiConverterTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ToolCallContentBlock, buf: ByteBuffer) {
-            FfiConverterTypeContentBlock.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A chunk of tool-call content being streamed.
- */
-data class ToolCallContentChunk (
-    var `toolCallId`: ToolCallId
-    , 
-    var `content`: ToolCallContent
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeToolCallContentChunk: FfiConverterRustBuffer<ToolCallContentChunk> {
-    override fun read(buf: ByteBuffer): ToolCallContentChunk {
-        return ToolCallContentChunk(
-            FfiConverterTypeToolCallId.read(buf),
-            FfiConverterTypeToolCallContent.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ToolCallContentChunk) = (
-            FfiConverterTypeToolCallId.allocationSize(value.`toolCallId`) +
-            FfiConverterTypeToolCallContent.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ToolCallContentChunk, buf: ByteBuffer) {
-            FfiConverterTypeToolCallId.write(value.`toolCallId`, buf)
-            FfiConverterTypeToolCallContent.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A tool call has been created or updated.
- */
-data class ToolCallUpdate (
-    var `toolCallId`: ToolCallId
-    , 
-    /**
-     * Programmatic name of the tool being invoked.
-     *
-     * This field is optional and has patch semantics. Omission means no
-     * change, `null` clears the name, and a string replaces it. For a tool
-     * call ID the client has not seen before, omission or `null` means that no
-     * tool name is available.
-     */
-    var `name`: kotlin.String? = null 
-    , 
-    /**
-     * Human-readable title describing what the tool is doing.
-     *
-     * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
-     * A new tool call starts without a title.
-     */
-    var `title`: kotlin.String? = null 
-    , 
-    /**
-     * The category of tool being invoked.
-     * Helps clients choose appropriate icons and UI treatment.
-     *
-     * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
-     * A new tool call starts as `other`.
-     */
-    var `kind`: ToolKind? = null 
-    , 
-    /**
-     * Current execution status of the tool call.
-     *
-     * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
-     * replaces it. A new tool call starts as `pending`.
-     */
-    var `status`: ToolCallStatus? = null 
-    , 
-    /**
-     * Content produced by the tool call.
-     */
-    var `content`: List<ToolCallContent>? = null 
-    , 
-    /**
-     * File locations affected by this tool call.
-     * Enables "follow-along" features in clients.
-     */
-    var `locations`: List<JsonObject>? = null 
-    , 
-    /**
-     * Raw input parameters sent to the tool.
-     */
-    var `rawInput`: Value? = null 
-    , 
-    /**
-     * Raw output returned by the tool.
-     */
-    var `rawOutput`: Value? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeToolCallUpdate: FfiConverterRustBuffer<ToolCallUpdate> {
-    override fun read(buf: ByteBuffer): ToolCallUpdate {
-        return ToolCallUpdate(
-            FfiConverterTypeToolCallId.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalTypeToolKind.read(buf),
-            FfiConverterOptionalTypeToolCallStatus.read(buf),
-            FfiConverterOptionalSequenceTypeToolCallContent.read(buf),
-            FfiConverterOptionalSequenceTypeJsonObject.read(buf),
-            FfiConverterOptionalTypeValue.read(buf),
-            FfiConverterOptionalTypeValue.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: ToolCallUpdate) = (
-            FfiConverterTypeToolCallId.allocationSize(value.`toolCallId`) +
-            FfiConverterOptionalString.allocationSize(value.`name`) +
-            FfiConverterOptionalString.allocationSize(value.`title`) +
-            FfiConverterOptionalTypeToolKind.allocationSize(value.`kind`) +
-            FfiConverterOptionalTypeToolCallStatus.allocationSize(value.`status`) +
-            FfiConverterOptionalSequenceTypeToolCallContent.allocationSize(value.`content`) +
-            FfiConverterOptionalSequenceTypeJsonObject.allocationSize(value.`locations`) +
-            FfiConverterOptionalTypeValue.allocationSize(value.`rawInput`) +
-            FfiConverterOptionalTypeValue.allocationSize(value.`rawOutput`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: ToolCallUpdate, buf: ByteBuffer) {
-            FfiConverterTypeToolCallId.write(value.`toolCallId`, buf)
-            FfiConverterOptionalString.write(value.`name`, buf)
-            FfiConverterOptionalString.write(value.`title`, buf)
-            FfiConverterOptionalTypeToolKind.write(value.`kind`, buf)
-            FfiConverterOptionalTypeToolCallStatus.write(value.`status`, buf)
-            FfiConverterOptionalSequenceTypeToolCallContent.write(value.`content`, buf)
-            FfiConverterOptionalSequenceTypeJsonObject.write(value.`locations`, buf)
-            FfiConverterOptionalTypeValue.write(value.`rawInput`, buf)
-            FfiConverterOptionalTypeValue.write(value.`rawOutput`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A message of the transcript.
- */
-data class TranscriptEntry (
-    var `role`: MessageRole
-    , 
-    var `messageId`: MessageId
-    , 
-    var `content`: List<ContentBlock>
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeTranscriptEntry: FfiConverterRustBuffer<TranscriptEntry> {
-    override fun read(buf: ByteBuffer): TranscriptEntry {
-        return TranscriptEntry(
-            FfiConverterTypeMessageRole.read(buf),
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterSequenceTypeContentBlock.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: TranscriptEntry) = (
-            FfiConverterTypeMessageRole.allocationSize(value.`role`) +
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
-    )
-
-    override fun write(value: TranscriptEntry, buf: ByteBuffer) {
-            FfiConverterTypeMessageRole.write(value.`role`, buf)
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-    }
-}
-
-
-
-/**
- * How a turn ended, as the runtime reports it.
- */
-data class TurnEnd (
-    var `stopReason`: StopReason
-    , 
-    var `usage`: Usage? = null 
-    , 
-    var `error`: TurnFailure? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeTurnEnd: FfiConverterRustBuffer<TurnEnd> {
-    override fun read(buf: ByteBuffer): TurnEnd {
-        return TurnEnd(
-            FfiConverterTypeStopReason.read(buf),
-            FfiConverterOptionalTypeUsage.read(buf),
-            FfiConverterOptionalTypeTurnFailure.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: TurnEnd) = (
-            FfiConverterTypeStopReason.allocationSize(value.`stopReason`) +
-            FfiConverterOptionalTypeUsage.allocationSize(value.`usage`) +
-            FfiConverterOptionalTypeTurnFailure.allocationSize(value.`error`)
-    )
-
-    override fun write(value: TurnEnd, buf: ByteBuffer) {
-            FfiConverterTypeStopReason.write(value.`stopReason`, buf)
-            FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
-            FfiConverterOptionalTypeTurnFailure.write(value.`error`, buf)
-    }
-}
-
-
-
-/**
- * A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
- */
-data class TurnFailure (
-    /**
-     * A JSON-RPC error code.
-     */
-    var `code`: kotlin.Int
-    , 
-    /**
-     * A short description.
-     */
-    var `message`: kotlin.String
-    , 
-    /**
-     * More about the failure, as the agent chose to say it.
-     */
-    var `data`: Value? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeTurnFailure: FfiConverterRustBuffer<TurnFailure> {
-    override fun read(buf: ByteBuffer): TurnFailure {
-        return TurnFailure(
-            FfiConverterInt.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterOptionalTypeValue.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: TurnFailure) = (
-            FfiConverterInt.allocationSize(value.`code`) +
-            FfiConverterString.allocationSize(value.`message`) +
-            FfiConverterOptionalTypeValue.allocationSize(value.`data`)
-    )
-
-    override fun write(value: TurnFailure, buf: ByteBuffer) {
-            FfiConverterInt.write(value.`code`, buf)
-            FfiConverterString.write(value.`message`, buf)
-            FfiConverterOptionalTypeValue.write(value.`data`, buf)
-    }
-}
-
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * The Agent cannot currently determine foreground activity.
- * This replaces previously confirmed activity without ending the work or session.
- */
-data class UnknownStateUpdate (
-    /**
-     * Work running independently of foreground work, as a complete snapshot.
-     *
-     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
-     * background work, not that nothing is running. `[]` means no background work is
-     * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
-     *
-     * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
-     */
-    var `background`: List<BackgroundWork>? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeUnknownStateUpdate: FfiConverterRustBuffer<UnknownStateUpdate> {
-    override fun read(buf: ByteBuffer): UnknownStateUpdate {
-        return UnknownStateUpdate(
-            FfiConverterOptionalSequenceTypeBackgroundWork.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: UnknownStateUpdate) = (
-            FfiConverterOptionalSequenceTypeBackgroundWork.allocationSize(value.`background`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: UnknownStateUpdate, buf: ByteBuffer) {
-            FfiConverterOptionalSequenceTypeBackgroundWork.write(value.`background`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Data for the `-32022` (Unsupported protocol version) error.
- *
- * See protocol docs: [Version Negotiation](https://agentclientprotocol.com/protocol/v2/draft/initialization#version-negotiation)
- */
-data class UnsupportedProtocolVersionErrorData (
-    var `requested`: ProtocolVersion
-    , 
-    /**
-     * The protocol versions the Agent supports.
-     */
-    var `supported`: List<ProtocolVersion>
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeUnsupportedProtocolVersionErrorData: FfiConverterRustBuffer<UnsupportedProtocolVersionErrorData> {
-    override fun read(buf: ByteBuffer): UnsupportedProtocolVersionErrorData {
-        return UnsupportedProtocolVersionErrorData(
-            FfiConverterTypeProtocolVersion.read(buf),
-            FfiConverterSequenceTypeProtocolVersion.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: UnsupportedProtocolVersionErrorData) = (
-            FfiConverterTypeProtocolVersion.allocationSize(value.`requested`) +
-            FfiConverterSequenceTypeProtocolVersion.allocationSize(value.`supported`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: UnsupportedProtocolVersionErrorData, buf: ByteBuffer) {
-            FfiConverterTypeProtocolVersion.write(value.`requested`, buf)
-            FfiConverterSequenceTypeProtocolVersion.write(value.`supported`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Notification containing a session update from the agent.
- *
- * Agents can send session updates at any point while the session exists.
- *
- * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
- */
-data class UpdateSessionNotification (
-    var `sessionId`: SessionId
-    , 
-    var `update`: SessionUpdate
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeUpdateSessionNotification: FfiConverterRustBuffer<UpdateSessionNotification> {
-    override fun read(buf: ByteBuffer): UpdateSessionNotification {
-        return UpdateSessionNotification(
-            FfiConverterTypeSessionId.read(buf),
-            FfiConverterTypeSessionUpdate.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: UpdateSessionNotification) = (
-            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterTypeSessionUpdate.allocationSize(value.`update`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: UpdateSessionNotification, buf: ByteBuffer) {
-            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterTypeSessionUpdate.write(value.`update`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
- * Token usage for the foreground work that just completed, not cumulative for the session.
- */
-data class Usage (
-    /**
-     * Sum of all token types for the completed work.
-     */
-    var `totalTokens`: kotlin.ULong
-    , 
-    /**
-     * Input tokens for the completed work.
-     */
-    var `inputTokens`: kotlin.ULong = 0uL 
-    , 
-    /**
-     * Output tokens for the completed work.
-     */
-    var `outputTokens`: kotlin.ULong = 0uL 
-    , 
-    /**
-     * Thought/reasoning tokens for the completed work.
-     *
-     * Omitted and `null` are equivalent and mean the count is not reported.
-     */
-    var `thoughtTokens`: kotlin.ULong? = null 
-    , 
-    /**
-     * Cache read tokens for the completed work.
-     *
-     * Omitted and `null` are equivalent and mean the count is not reported.
-     */
-    var `cachedReadTokens`: kotlin.ULong? = null 
-    , 
-    /**
-     * Cache write tokens for the completed work.
-     *
-     * Omitted and `null` are equivalent and mean the count is not reported.
-     */
-    var `cachedWriteTokens`: kotlin.ULong? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeUsage: FfiConverterRustBuffer<Usage> {
-    override fun read(buf: ByteBuffer): Usage {
-        return Usage(
-            FfiConverterULong.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Usage) = (
-            FfiConverterULong.allocationSize(value.`totalTokens`) +
-            FfiConverterULong.allocationSize(value.`inputTokens`) +
-            FfiConverterULong.allocationSize(value.`outputTokens`) +
-            FfiConverterOptionalULong.allocationSize(value.`thoughtTokens`) +
-            FfiConverterOptionalULong.allocationSize(value.`cachedReadTokens`) +
-            FfiConverterOptionalULong.allocationSize(value.`cachedWriteTokens`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: Usage, buf: ByteBuffer) {
-            FfiConverterULong.write(value.`totalTokens`, buf)
-            FfiConverterULong.write(value.`inputTokens`, buf)
-            FfiConverterULong.write(value.`outputTokens`, buf)
-            FfiConverterOptionalULong.write(value.`thoughtTokens`, buf)
-            FfiConverterOptionalULong.write(value.`cachedReadTokens`, buf)
-            FfiConverterOptionalULong.write(value.`cachedWriteTokens`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * Context window and cost update for the session.
- */
-data class UsageUpdate (
-    /**
-     * Tokens currently in context.
-     */
-    var `used`: kotlin.ULong
-    , 
-    /**
-     * Total context window size in tokens.
-     */
-    var `size`: kotlin.ULong
-    , 
-    /**
-     * Cumulative session cost.
-     *
-     * Omitted leaves the last reported cost unchanged. `null` clears it. A value replaces it.
-     */
-    var `cost`: Cost? = null 
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeUsageUpdate: FfiConverterRustBuffer<UsageUpdate> {
-    override fun read(buf: ByteBuffer): UsageUpdate {
-        return UsageUpdate(
-            FfiConverterULong.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterOptionalTypeCost.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: UsageUpdate) = (
-            FfiConverterULong.allocationSize(value.`used`) +
-            FfiConverterULong.allocationSize(value.`size`) +
-            FfiConverterOptionalTypeCost.allocationSize(value.`cost`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: UsageUpdate, buf: ByteBuffer) {
-            FfiConverterULong.write(value.`used`, buf)
-            FfiConverterULong.write(value.`size`, buf)
-            FfiConverterOptionalTypeCost.write(value.`cost`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A message handed to the runtime.
- */
-data class UserInput (
-    var `messageId`: MessageId
-    , 
-    var `content`: List<ContentBlock>
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeUserInput: FfiConverterRustBuffer<UserInput> {
-    override fun read(buf: ByteBuffer): UserInput {
-        return UserInput(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterSequenceTypeContentBlock.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: UserInput) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
-    )
-
-    override fun write(value: UserInput, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-    }
-}
-
-
-
-/**
- * A user message has been created or updated.
- *
- * Agents can send this when they accept or replay a user message. When a
- * client receives another `user_message` update with the same `messageId`,
- * fields in the new update patch the previous fields for that message.
- */
-data class UserMessage (
-    var `messageId`: MessageId
-    , 
-    /**
-     * Complete replacement content for this message.
-     */
-    var `content`: ContentBlockListPatchMember
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeUserMessage: FfiConverterRustBuffer<UserMessage> {
-    override fun read(buf: ByteBuffer): UserMessage {
-        return UserMessage(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterTypeContentBlockListPatchMember.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: UserMessage) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterTypeContentBlockListPatchMember.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: UserMessage, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterTypeContentBlockListPatchMember.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A chunk of the user's message being streamed.
- */
-data class UserMessageChunk (
-    var `messageId`: MessageId
-    , 
-    var `content`: ContentBlock
-    , 
-    var `meta`: JsonObject? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeUserMessageChunk: FfiConverterRustBuffer<UserMessageChunk> {
-    override fun read(buf: ByteBuffer): UserMessageChunk {
-        return UserMessageChunk(
-            FfiConverterTypeMessageId.read(buf),
-            FfiConverterTypeContentBlock.read(buf),
-            FfiConverterOptionalTypeJsonObject.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: UserMessageChunk) = (
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`) +
-            FfiConverterTypeContentBlock.allocationSize(value.`content`) +
-            FfiConverterOptionalTypeJsonObject.allocationSize(value.`meta`)
-    )
-
-    override fun write(value: UserMessageChunk, buf: ByteBuffer) {
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-            FfiConverterTypeContentBlock.write(value.`content`, buf)
-            FfiConverterOptionalTypeJsonObject.write(value.`meta`, buf)
-    }
-}
-
-
-
-/**
- * A protocol violation the mirror detected.
- */
-data class Violation (
-    var `rule`: kotlin.String
-    , 
-    var `messageId`: MessageId
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeViolation: FfiConverterRustBuffer<Violation> {
-    override fun read(buf: ByteBuffer): Violation {
-        return Violation(
-            FfiConverterString.read(buf),
-            FfiConverterTypeMessageId.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: Violation) = (
-            FfiConverterString.allocationSize(value.`rule`) +
-            FfiConverterTypeMessageId.allocationSize(value.`messageId`)
-    )
-
-    override fun write(value: Violation, buf: ByteBuffer) {
-            FfiConverterString.write(value.`rule`, buf)
-            FfiConverterTypeMessageId.write(value.`messageId`, buf)
-    }
-}
-
-
-
 
 
 /**
- * Every error the bindings raise.
+ * An error as it crosses the FFI, either way: its message, for a person, and the [`AcpError`]
+ * in the boundary encoding, which each language decodes into its own error type (Python's
+ * `AcpError` exceptions, Kotlin's `AcpException`, Swift's `AcpError`). A foreign layer that
+ * calls the library directly reads `message`.
  */
-sealed class AcpException: kotlin.Exception() {
+sealed class FfiException: kotlin.Exception() {
     
     /**
-     * The caller's input is not valid (malformed JSON, a wrong shape, an unknown value).
+     * The call failed.
      */
-    class InvalidInput(
+    class Failed(
         
         /**
-         * What was wrong.
+         * The error's message.
          */
-        val `detail`: kotlin.String
-        ) : AcpException() {
-        override val message
-            get() = "detail=${ `detail` }"
-    }
-    
-    /**
-     * The agent answered with an error.
-     */
-    class Protocol(
+        val `message`: kotlin.String, 
         
         /**
-         * The agent's error.
+         * The error, encoded.
          */
-        val `error`: ProtocolError
-        ) : AcpException() {
+        val `error`: kotlin.ByteArray
+        ) : FfiException() {
         override val message
-            get() = "error=${ `error` }"
-    }
-    
-    /**
-     * The client refused the call without sending anything (C-PEND-3).
-     */
-    class Rejected(
-        
-        /**
-         * Why.
-         */
-        val `reason`: CallRejected
-        ) : AcpException() {
-        override val message
-            get() = "reason=${ `reason` }"
-    }
-    
-    /**
-     * A runtime event the agent core cannot apply.
-     */
-    class Host(
-        
-        /**
-         * Why.
-         */
-        val `error`: HostError
-        ) : AcpException() {
-        override val message
-            get() = "error=${ `error` }"
-    }
-    
-    /**
-     * The agent's configuration is refused.
-     */
-    class Config(
-        
-        /**
-         * Why.
-         */
-        val `detail`: kotlin.String
-        ) : AcpException() {
-        override val message
-            get() = "detail=${ `detail` }"
-    }
-    
-    /**
-     * The store failed; nothing after the failure was released.
-     */
-    class Store(
-        
-        /**
-         * What failed.
-         */
-        val `detail`: kotlin.String
-        ) : AcpException() {
-        override val message
-            get() = "detail=${ `detail` }"
-    }
-    
-    /**
-     * The agent process ended or could not be started or reached.
-     */
-    class Disconnected(
-        
-        /**
-         * What happened (exit status and the last lines of the agent's stderr, when known).
-         */
-        val `detail`: kotlin.String
-        ) : AcpException() {
-        override val message
-            get() = "detail=${ `detail` }"
-    }
-    
-    /**
-     * A conformance vector's expectation was not met.
-     */
-    class Mismatch(
-        
-        /**
-         * The first mismatch, for a person.
-         */
-        val `detail`: kotlin.String
-        ) : AcpException() {
-        override val message
-            get() = "detail=${ `detail` }"
-    }
-    
-    /**
-     * A bug: a panic inside the library, caught at the boundary.
-     */
-    class Internal(
-        
-        /**
-         * The panic message.
-         */
-        val `detail`: kotlin.String
-        ) : AcpException() {
-        override val message
-            get() = "detail=${ `detail` }"
+            get() = "message=${ `message` }, error=${ `error` }"
     }
     
 
     
 
 
-    companion object ErrorHandler : UniffiRustCallStatusErrorHandler<AcpException> {
-        override fun lift(error_buf: RustBuffer.ByValue): AcpException = FfiConverterTypeAcpError.lift(error_buf)
+    companion object ErrorHandler : UniffiRustCallStatusErrorHandler<FfiException> {
+        override fun lift(error_buf: RustBuffer.ByValue): FfiException = FfiConverterTypeFfiError.lift(error_buf)
     }
 
     
@@ -12222,4438 +6529,42 @@ sealed class AcpException: kotlin.Exception() {
 /**
  * @suppress
  */
-public object FfiConverterTypeAcpError : FfiConverterRustBuffer<AcpException> {
-    override fun read(buf: ByteBuffer): AcpException {
+public object FfiConverterTypeFfiError : FfiConverterRustBuffer<FfiException> {
+    override fun read(buf: ByteBuffer): FfiException {
         
 
         return when(buf.getInt()) {
-            1 -> AcpException.InvalidInput(
+            1 -> FfiException.Failed(
                 FfiConverterString.read(buf),
-                )
-            2 -> AcpException.Protocol(
-                FfiConverterTypeProtocolError.read(buf),
-                )
-            3 -> AcpException.Rejected(
-                FfiConverterTypeCallRejected.read(buf),
-                )
-            4 -> AcpException.Host(
-                FfiConverterTypeHostError.read(buf),
-                )
-            5 -> AcpException.Config(
-                FfiConverterString.read(buf),
-                )
-            6 -> AcpException.Store(
-                FfiConverterString.read(buf),
-                )
-            7 -> AcpException.Disconnected(
-                FfiConverterString.read(buf),
-                )
-            8 -> AcpException.Mismatch(
-                FfiConverterString.read(buf),
-                )
-            9 -> AcpException.Internal(
-                FfiConverterString.read(buf),
+                FfiConverterByteArray.read(buf),
                 )
             else -> throw RuntimeException("invalid error enum value, something is very wrong!!")
         }
     }
 
-    override fun allocationSize(value: AcpException): ULong {
+    override fun allocationSize(value: FfiException): ULong {
         return when(value) {
-            is AcpException.InvalidInput -> (
+            is FfiException.Failed -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
-                + FfiConverterString.allocationSize(value.`detail`)
-            )
-            is AcpException.Protocol -> (
-                // Add the size for the Int that specifies the variant plus the size needed for all fields
-                4UL
-                + FfiConverterTypeProtocolError.allocationSize(value.`error`)
-            )
-            is AcpException.Rejected -> (
-                // Add the size for the Int that specifies the variant plus the size needed for all fields
-                4UL
-                + FfiConverterTypeCallRejected.allocationSize(value.`reason`)
-            )
-            is AcpException.Host -> (
-                // Add the size for the Int that specifies the variant plus the size needed for all fields
-                4UL
-                + FfiConverterTypeHostError.allocationSize(value.`error`)
-            )
-            is AcpException.Config -> (
-                // Add the size for the Int that specifies the variant plus the size needed for all fields
-                4UL
-                + FfiConverterString.allocationSize(value.`detail`)
-            )
-            is AcpException.Store -> (
-                // Add the size for the Int that specifies the variant plus the size needed for all fields
-                4UL
-                + FfiConverterString.allocationSize(value.`detail`)
-            )
-            is AcpException.Disconnected -> (
-                // Add the size for the Int that specifies the variant plus the size needed for all fields
-                4UL
-                + FfiConverterString.allocationSize(value.`detail`)
-            )
-            is AcpException.Mismatch -> (
-                // Add the size for the Int that specifies the variant plus the size needed for all fields
-                4UL
-                + FfiConverterString.allocationSize(value.`detail`)
-            )
-            is AcpException.Internal -> (
-                // Add the size for the Int that specifies the variant plus the size needed for all fields
-                4UL
-                + FfiConverterString.allocationSize(value.`detail`)
+                + FfiConverterString.allocationSize(value.`message`)
+                + FfiConverterByteArray.allocationSize(value.`error`)
             )
         }
     }
 
-    override fun write(value: AcpException, buf: ByteBuffer) {
+    override fun write(value: FfiException, buf: ByteBuffer) {
         when(value) {
-            is AcpException.InvalidInput -> {
+            is FfiException.Failed -> {
                 buf.putInt(1)
-                FfiConverterString.write(value.`detail`, buf)
-                Unit
-            }
-            is AcpException.Protocol -> {
-                buf.putInt(2)
-                FfiConverterTypeProtocolError.write(value.`error`, buf)
-                Unit
-            }
-            is AcpException.Rejected -> {
-                buf.putInt(3)
-                FfiConverterTypeCallRejected.write(value.`reason`, buf)
-                Unit
-            }
-            is AcpException.Host -> {
-                buf.putInt(4)
-                FfiConverterTypeHostError.write(value.`error`, buf)
-                Unit
-            }
-            is AcpException.Config -> {
-                buf.putInt(5)
-                FfiConverterString.write(value.`detail`, buf)
-                Unit
-            }
-            is AcpException.Store -> {
-                buf.putInt(6)
-                FfiConverterString.write(value.`detail`, buf)
-                Unit
-            }
-            is AcpException.Disconnected -> {
-                buf.putInt(7)
-                FfiConverterString.write(value.`detail`, buf)
-                Unit
-            }
-            is AcpException.Mismatch -> {
-                buf.putInt(8)
-                FfiConverterString.write(value.`detail`, buf)
-                Unit
-            }
-            is AcpException.Internal -> {
-                buf.putInt(9)
-                FfiConverterString.write(value.`detail`, buf)
+                FfiConverterString.write(value.`message`, buf)
+                FfiConverterByteArray.write(value.`error`, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
     }
 
 }
-
-
-
-/**
- * The answer to a request.
- */
-sealed class Answer {
-    
-    data class Failed(
-        val v1: dev.acpinject.ProtocolError) : Answer()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Initialized(
-        val v1: InitializeResponse) : Answer()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class SessionCreated(
-        val `sessionId`: dev.acpinject.SessionId) : Answer()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Sessions(
-        val `sessions`: List<dev.acpinject.SessionInfo>, 
-        val `nextCursor`: kotlin.String?) : Answer()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data object Resumed : Answer()
-    
-    
-    data class Accepted(
-        val `messageId`: dev.acpinject.MessageId?) : Answer()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data object Revoked : Answer()
-    
-    
-    data object Replaced : Answer()
-    
-    
-    data object Closed : Answer()
-    
-    
-    data class Status(
-        val `status`: dev.acpinject.SessionStatus, 
-        val `state`: dev.acpinject.StateUpdate?) : Answer()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeAnswer : FfiConverterRustBuffer<Answer>{
-    override fun read(buf: ByteBuffer): Answer {
-        return when(buf.getInt()) {
-            1 -> Answer.Failed(
-                FfiConverterTypeProtocolError.read(buf),
-                )
-            2 -> Answer.Initialized(
-                FfiConverterTypeInitializeResponse.read(buf),
-                )
-            3 -> Answer.SessionCreated(
-                FfiConverterTypeSessionId.read(buf),
-                )
-            4 -> Answer.Sessions(
-                FfiConverterSequenceTypeSessionInfo.read(buf),
-                FfiConverterOptionalString.read(buf),
-                )
-            5 -> Answer.Resumed
-            6 -> Answer.Accepted(
-                FfiConverterOptionalTypeMessageId.read(buf),
-                )
-            7 -> Answer.Revoked
-            8 -> Answer.Replaced
-            9 -> Answer.Closed
-            10 -> Answer.Status(
-                FfiConverterTypeSessionStatus.read(buf),
-                FfiConverterOptionalTypeStateUpdate.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: Answer): ULong = when(value) {
-        is Answer.Failed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeProtocolError.allocationSize(value.v1)
-            )
-        }
-        is Answer.Initialized -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeInitializeResponse.allocationSize(value.v1)
-            )
-        }
-        is Answer.SessionCreated -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionId.allocationSize(value.`sessionId`)
-            )
-        }
-        is Answer.Sessions -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterSequenceTypeSessionInfo.allocationSize(value.`sessions`)
-                + FfiConverterOptionalString.allocationSize(value.`nextCursor`)
-            )
-        }
-        is Answer.Resumed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is Answer.Accepted -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterOptionalTypeMessageId.allocationSize(value.`messageId`)
-            )
-        }
-        is Answer.Revoked -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is Answer.Replaced -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is Answer.Closed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is Answer.Status -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionStatus.allocationSize(value.`status`)
-                + FfiConverterOptionalTypeStateUpdate.allocationSize(value.`state`)
-            )
-        }
-    }
-
-    override fun write(value: Answer, buf: ByteBuffer) {
-        when(value) {
-            is Answer.Failed -> {
-                buf.putInt(1)
-                FfiConverterTypeProtocolError.write(value.v1, buf)
-                Unit
-            }
-            is Answer.Initialized -> {
-                buf.putInt(2)
-                FfiConverterTypeInitializeResponse.write(value.v1, buf)
-                Unit
-            }
-            is Answer.SessionCreated -> {
-                buf.putInt(3)
-                FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-                Unit
-            }
-            is Answer.Sessions -> {
-                buf.putInt(4)
-                FfiConverterSequenceTypeSessionInfo.write(value.`sessions`, buf)
-                FfiConverterOptionalString.write(value.`nextCursor`, buf)
-                Unit
-            }
-            is Answer.Resumed -> {
-                buf.putInt(5)
-                Unit
-            }
-            is Answer.Accepted -> {
-                buf.putInt(6)
-                FfiConverterOptionalTypeMessageId.write(value.`messageId`, buf)
-                Unit
-            }
-            is Answer.Revoked -> {
-                buf.putInt(7)
-                Unit
-            }
-            is Answer.Replaced -> {
-                buf.putInt(8)
-                Unit
-            }
-            is Answer.Closed -> {
-                buf.putInt(9)
-                Unit
-            }
-            is Answer.Status -> {
-                buf.putInt(10)
-                FfiConverterTypeSessionStatus.write(value.`status`, buf)
-                FfiConverterOptionalTypeStateUpdate.write(value.`state`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * One piece of work running independently of the session's foreground work.
- *
- * Items reference entities the Client already tracks. The Agent MUST announce each item
- * before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
- * tool call's final status before the snapshot that removes it. Each piece of work is
- * listed once: process-backed work is listed as its terminal, not also as its tool call.
- *
- * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
- */
-sealed class BackgroundWork {
-    
-    /**
-     * `terminal`: A process that keeps running after its tool call returned control to the model.
-     * Live until its `terminal_update` reports `exitStatus`.
-     */
-    data class Terminal(
-        val v1: BackgroundTerminal) : BackgroundWork()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `tool_call`: Work started by a tool call that continues without a process of its own, such as
-     * a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
-     * stay listed.
-     */
-    data class ToolCall(
-        val v1: BackgroundToolCall) : BackgroundWork()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `subagent`: **UNSTABLE**
-     *
-     * This capability is not part of the spec yet, and may be removed or changed at any point.
-     *
-     * A detached subagent session that has anything running: its state is not `idle`, or
-     * its own `background` list is non-empty or not reported.
-     */
-    data class Subagent(
-        val v1: BackgroundSubagent) : BackgroundWork()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : BackgroundWork()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeBackgroundWork : FfiConverterRustBuffer<BackgroundWork>{
-    override fun read(buf: ByteBuffer): BackgroundWork {
-        return when(buf.getInt()) {
-            1 -> BackgroundWork.Terminal(
-                FfiConverterTypeBackgroundTerminal.read(buf),
-                )
-            2 -> BackgroundWork.ToolCall(
-                FfiConverterTypeBackgroundToolCall.read(buf),
-                )
-            3 -> BackgroundWork.Subagent(
-                FfiConverterTypeBackgroundSubagent.read(buf),
-                )
-            4 -> BackgroundWork.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: BackgroundWork): ULong = when(value) {
-        is BackgroundWork.Terminal -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeBackgroundTerminal.allocationSize(value.v1)
-            )
-        }
-        is BackgroundWork.ToolCall -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeBackgroundToolCall.allocationSize(value.v1)
-            )
-        }
-        is BackgroundWork.Subagent -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeBackgroundSubagent.allocationSize(value.v1)
-            )
-        }
-        is BackgroundWork.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: BackgroundWork, buf: ByteBuffer) {
-        when(value) {
-            is BackgroundWork.Terminal -> {
-                buf.putInt(1)
-                FfiConverterTypeBackgroundTerminal.write(value.v1, buf)
-                Unit
-            }
-            is BackgroundWork.ToolCall -> {
-                buf.putInt(2)
-                FfiConverterTypeBackgroundToolCall.write(value.v1, buf)
-                Unit
-            }
-            is BackgroundWork.Subagent -> {
-                buf.putInt(3)
-                FfiConverterTypeBackgroundSubagent.write(value.v1, buf)
-                Unit
-            }
-            is BackgroundWork.Other -> {
-                buf.putInt(4)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * A safe break-point of the agent loop.
- */
-
-enum class BreakPoint {
-    
-    TOOL_RESULT,
-    MODEL_STEP;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeBreakPoint: FfiConverterRustBuffer<BreakPoint> {
-    override fun read(buf: ByteBuffer) = try {
-        BreakPoint.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: BreakPoint) = 4UL
-
-    override fun write(value: BreakPoint, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * A call the client refused without sending anything.
- */
-sealed class CallRejected {
-    
-    data object ModeNotSupported : CallRejected()
-    
-    
-    data object ReplaceNotSupported : CallRejected()
-    
-    
-    data object UnknownMessageId : CallRejected()
-    
-    
-    data object UnknownSession : CallRejected()
-    
-    
-    data class InvalidArguments(
-        val v1: kotlin.String) : CallRejected()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data object SteerNotSupported : CallRejected()
-    
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeCallRejected : FfiConverterRustBuffer<CallRejected>{
-    override fun read(buf: ByteBuffer): CallRejected {
-        return when(buf.getInt()) {
-            1 -> CallRejected.ModeNotSupported
-            2 -> CallRejected.ReplaceNotSupported
-            3 -> CallRejected.UnknownMessageId
-            4 -> CallRejected.UnknownSession
-            5 -> CallRejected.InvalidArguments(
-                FfiConverterString.read(buf),
-                )
-            6 -> CallRejected.SteerNotSupported
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: CallRejected): ULong = when(value) {
-        is CallRejected.ModeNotSupported -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is CallRejected.ReplaceNotSupported -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is CallRejected.UnknownMessageId -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is CallRejected.UnknownSession -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is CallRejected.InvalidArguments -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-        is CallRejected.SteerNotSupported -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-    }
-
-    override fun write(value: CallRejected, buf: ByteBuffer) {
-        when(value) {
-            is CallRejected.ModeNotSupported -> {
-                buf.putInt(1)
-                Unit
-            }
-            is CallRejected.ReplaceNotSupported -> {
-                buf.putInt(2)
-                Unit
-            }
-            is CallRejected.UnknownMessageId -> {
-                buf.putInt(3)
-                Unit
-            }
-            is CallRejected.UnknownSession -> {
-                buf.putInt(4)
-                Unit
-            }
-            is CallRejected.InvalidArguments -> {
-                buf.putInt(5)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-            is CallRejected.SteerNotSupported -> {
-                buf.putInt(6)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * How "clear the current agent message" is written (C-MSG-2).
- */
-
-enum class ClearStyle {
-    
-    UPSERT,
-    AGENT_MESSAGE_CLEAR;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeClearStyle: FfiConverterRustBuffer<ClearStyle> {
-    override fun read(buf: ByteBuffer) = try {
-        ClearStyle.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: ClearStyle) = 4UL
-
-    override fun write(value: ClearStyle, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * A connection's role (R-ORDER-2).
- */
-
-enum class ConnectionRole {
-    
-    CONTROLLER,
-    OBSERVER;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeConnectionRole: FfiConverterRustBuffer<ConnectionRole> {
-    override fun read(buf: ByteBuffer) = try {
-        ConnectionRole.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: ConnectionRole) = 4UL
-
-    override fun write(value: ConnectionRole, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * Content blocks represent displayable information in the Agent Client Protocol.
- *
- * Content blocks appear in:
- * - User prompts sent via `session/prompt`
- * - Language model output reported through `session/update` notifications as
- *   message updates or streamed chunks
- * - Progress updates and results from tool calls
- *
- * This structure is compatible with the Model Context Protocol (MCP), so agents can
- * forward content from MCP tool outputs without transformation.
- *
- * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
- */
-sealed class ContentBlock {
-    
-    /**
-     * `text`: Text content. May be plain text or formatted with Markdown.
-     *
-     * All agents MUST support text content blocks in prompts.
-     * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
-     * extensions.
-     */
-    data class Text(
-        val v1: TextContent) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `image`: Images for visual context or analysis.
-     *
-     * Requires the `image` prompt capability when included in prompts.
-     */
-    data class Image(
-        val v1: ImageContent) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `audio`: Audio data for transcription or analysis.
-     *
-     * Requires the `audio` prompt capability when included in prompts.
-     */
-    data class Audio(
-        val v1: AudioContent) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `resource_link`: References to resources that the receiver may be able to read.
-     *
-     * All agents MUST support resource links in prompts.
-     */
-    data class ResourceLink(
-        val v1: dev.acpinject.ResourceLink) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `resource`: Complete resource contents embedded directly in the message.
-     *
-     * Preferred for including context as it avoids extra round-trips.
-     *
-     * Requires the `embeddedContext` prompt capability when included in prompts.
-     */
-    data class Resource(
-        val v1: EmbeddedResource) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : ContentBlock()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeContentBlock : FfiConverterRustBuffer<ContentBlock>{
-    override fun read(buf: ByteBuffer): ContentBlock {
-        return when(buf.getInt()) {
-            1 -> ContentBlock.Text(
-                FfiConverterTypeTextContent.read(buf),
-                )
-            2 -> ContentBlock.Image(
-                FfiConverterTypeImageContent.read(buf),
-                )
-            3 -> ContentBlock.Audio(
-                FfiConverterTypeAudioContent.read(buf),
-                )
-            4 -> ContentBlock.ResourceLink(
-                FfiConverterTypeResourceLink.read(buf),
-                )
-            5 -> ContentBlock.Resource(
-                FfiConverterTypeEmbeddedResource.read(buf),
-                )
-            6 -> ContentBlock.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: ContentBlock): ULong = when(value) {
-        is ContentBlock.Text -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeTextContent.allocationSize(value.v1)
-            )
-        }
-        is ContentBlock.Image -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeImageContent.allocationSize(value.v1)
-            )
-        }
-        is ContentBlock.Audio -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeAudioContent.allocationSize(value.v1)
-            )
-        }
-        is ContentBlock.ResourceLink -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeResourceLink.allocationSize(value.v1)
-            )
-        }
-        is ContentBlock.Resource -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeEmbeddedResource.allocationSize(value.v1)
-            )
-        }
-        is ContentBlock.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: ContentBlock, buf: ByteBuffer) {
-        when(value) {
-            is ContentBlock.Text -> {
-                buf.putInt(1)
-                FfiConverterTypeTextContent.write(value.v1, buf)
-                Unit
-            }
-            is ContentBlock.Image -> {
-                buf.putInt(2)
-                FfiConverterTypeImageContent.write(value.v1, buf)
-                Unit
-            }
-            is ContentBlock.Audio -> {
-                buf.putInt(3)
-                FfiConverterTypeAudioContent.write(value.v1, buf)
-                Unit
-            }
-            is ContentBlock.ResourceLink -> {
-                buf.putInt(4)
-                FfiConverterTypeResourceLink.write(value.v1, buf)
-                Unit
-            }
-            is ContentBlock.Resource -> {
-                buf.putInt(5)
-                FfiConverterTypeEmbeddedResource.write(value.v1, buf)
-                Unit
-            }
-            is ContentBlock.Other -> {
-                buf.putInt(6)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * A `::std::vec::Vec<ContentBlock>` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
- */
-sealed class ContentBlockListPatch {
-    
-    /**
-     * The member is absent: leave the current value.
-     */
-    data object Absent : ContentBlockListPatch()
-    
-    
-    /**
-     * The member is `null`: clear the current value.
-     */
-    data object Null : ContentBlockListPatch()
-    
-    
-    /**
-     * The member has a value: replace the current value.
-     */
-    data class Value(
-        val `value`: List<dev.acpinject.ContentBlock>) : ContentBlockListPatch()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeContentBlockListPatch : FfiConverterRustBuffer<ContentBlockListPatch>{
-    override fun read(buf: ByteBuffer): ContentBlockListPatch {
-        return when(buf.getInt()) {
-            1 -> ContentBlockListPatch.Absent
-            2 -> ContentBlockListPatch.Null
-            3 -> ContentBlockListPatch.Value(
-                FfiConverterSequenceTypeContentBlock.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: ContentBlockListPatch): ULong = when(value) {
-        is ContentBlockListPatch.Absent -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ContentBlockListPatch.Null -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is ContentBlockListPatch.Value -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`value`)
-            )
-        }
-    }
-
-    override fun write(value: ContentBlockListPatch, buf: ByteBuffer) {
-        when(value) {
-            is ContentBlockListPatch.Absent -> {
-                buf.putInt(1)
-                Unit
-            }
-            is ContentBlockListPatch.Null -> {
-                buf.putInt(2)
-                Unit
-            }
-            is ContentBlockListPatch.Value -> {
-                buf.putInt(3)
-                FfiConverterSequenceTypeContentBlock.write(value.`value`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Resource content that can be embedded in a message.
- */
-sealed class EmbeddedResourceResource {
-    
-    data class TextResourceContents(
-        val v1: dev.acpinject.TextResourceContents) : EmbeddedResourceResource()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class BlobResourceContents(
-        val v1: dev.acpinject.BlobResourceContents) : EmbeddedResourceResource()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeEmbeddedResourceResource : FfiConverterRustBuffer<EmbeddedResourceResource>{
-    override fun read(buf: ByteBuffer): EmbeddedResourceResource {
-        return when(buf.getInt()) {
-            1 -> EmbeddedResourceResource.TextResourceContents(
-                FfiConverterTypeTextResourceContents.read(buf),
-                )
-            2 -> EmbeddedResourceResource.BlobResourceContents(
-                FfiConverterTypeBlobResourceContents.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: EmbeddedResourceResource): ULong = when(value) {
-        is EmbeddedResourceResource.TextResourceContents -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeTextResourceContents.allocationSize(value.v1)
-            )
-        }
-        is EmbeddedResourceResource.BlobResourceContents -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeBlobResourceContents.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: EmbeddedResourceResource, buf: ByteBuffer) {
-        when(value) {
-            is EmbeddedResourceResource.TextResourceContents -> {
-                buf.putInt(1)
-                FfiConverterTypeTextResourceContents.write(value.v1, buf)
-                Unit
-            }
-            is EmbeddedResourceResource.BlobResourceContents -> {
-                buf.putInt(2)
-                FfiConverterTypeBlobResourceContents.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * One thing a client connection reports.
- */
-sealed class Event {
-    
-    data class Answered(
-        val `request`: dev.acpinject.RequestId, 
-        val `kind`: dev.acpinject.RequestKind, 
-        val `sessionId`: dev.acpinject.SessionId?, 
-        val `outcome`: dev.acpinject.Answer) : Event()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Session(
-        val `sessionId`: dev.acpinject.SessionId, 
-        val `event`: dev.acpinject.SessionEvent) : Event()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class PermissionRequested(
-        val `request`: dev.acpinject.RequestId, 
-        val `params`: RequestPermissionRequest) : Event()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Ignored(
-        val `detail`: kotlin.String) : Event()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeEvent : FfiConverterRustBuffer<Event>{
-    override fun read(buf: ByteBuffer): Event {
-        return when(buf.getInt()) {
-            1 -> Event.Answered(
-                FfiConverterTypeRequestId.read(buf),
-                FfiConverterTypeRequestKind.read(buf),
-                FfiConverterOptionalTypeSessionId.read(buf),
-                FfiConverterTypeAnswer.read(buf),
-                )
-            2 -> Event.Session(
-                FfiConverterTypeSessionId.read(buf),
-                FfiConverterTypeSessionEvent.read(buf),
-                )
-            3 -> Event.PermissionRequested(
-                FfiConverterTypeRequestId.read(buf),
-                FfiConverterTypeRequestPermissionRequest.read(buf),
-                )
-            4 -> Event.Ignored(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: Event): ULong = when(value) {
-        is Event.Answered -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeRequestId.allocationSize(value.`request`)
-                + FfiConverterTypeRequestKind.allocationSize(value.`kind`)
-                + FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`)
-                + FfiConverterTypeAnswer.allocationSize(value.`outcome`)
-            )
-        }
-        is Event.Session -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionId.allocationSize(value.`sessionId`)
-                + FfiConverterTypeSessionEvent.allocationSize(value.`event`)
-            )
-        }
-        is Event.PermissionRequested -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeRequestId.allocationSize(value.`request`)
-                + FfiConverterTypeRequestPermissionRequest.allocationSize(value.`params`)
-            )
-        }
-        is Event.Ignored -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.`detail`)
-            )
-        }
-    }
-
-    override fun write(value: Event, buf: ByteBuffer) {
-        when(value) {
-            is Event.Answered -> {
-                buf.putInt(1)
-                FfiConverterTypeRequestId.write(value.`request`, buf)
-                FfiConverterTypeRequestKind.write(value.`kind`, buf)
-                FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
-                FfiConverterTypeAnswer.write(value.`outcome`, buf)
-                Unit
-            }
-            is Event.Session -> {
-                buf.putInt(2)
-                FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-                FfiConverterTypeSessionEvent.write(value.`event`, buf)
-                Unit
-            }
-            is Event.PermissionRequested -> {
-                buf.putInt(3)
-                FfiConverterTypeRequestId.write(value.`request`, buf)
-                FfiConverterTypeRequestPermissionRequest.write(value.`params`, buf)
-                Unit
-            }
-            is Event.Ignored -> {
-                buf.putInt(4)
-                FfiConverterString.write(value.`detail`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * One entry of a session's history.
- */
-sealed class HistoryEntry {
-    
-    data class User(
-        val `messageId`: dev.acpinject.MessageId, 
-        val `content`: List<dev.acpinject.ContentBlock>) : HistoryEntry()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Update(
-        val `update`: dev.acpinject.SessionUpdate) : HistoryEntry()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeHistoryEntry : FfiConverterRustBuffer<HistoryEntry>{
-    override fun read(buf: ByteBuffer): HistoryEntry {
-        return when(buf.getInt()) {
-            1 -> HistoryEntry.User(
-                FfiConverterTypeMessageId.read(buf),
-                FfiConverterSequenceTypeContentBlock.read(buf),
-                )
-            2 -> HistoryEntry.Update(
-                FfiConverterTypeSessionUpdate.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: HistoryEntry): ULong = when(value) {
-        is HistoryEntry.User -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeMessageId.allocationSize(value.`messageId`)
-                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
-            )
-        }
-        is HistoryEntry.Update -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionUpdate.allocationSize(value.`update`)
-            )
-        }
-    }
-
-    override fun write(value: HistoryEntry, buf: ByteBuffer) {
-        when(value) {
-            is HistoryEntry.User -> {
-                buf.putInt(1)
-                FfiConverterTypeMessageId.write(value.`messageId`, buf)
-                FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
-                Unit
-            }
-            is HistoryEntry.Update -> {
-                buf.putInt(2)
-                FfiConverterTypeSessionUpdate.write(value.`update`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * A runtime event the core cannot apply.
- */
-sealed class HostError {
-    
-    data object NoTurnInProgress : HostError()
-    
-    
-    data object TurnInProgress : HostError()
-    
-    
-    data object NoPermissionOptions : HostError()
-    
-    
-    data object UnknownRequest : HostError()
-    
-    
-    data object SessionClosed : HostError()
-    
-    
-    data object ReservedUpdate : HostError()
-    
-    
-    data class ReservedMessageId(
-        val v1: kotlin.String) : HostError()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeHostError : FfiConverterRustBuffer<HostError>{
-    override fun read(buf: ByteBuffer): HostError {
-        return when(buf.getInt()) {
-            1 -> HostError.NoTurnInProgress
-            2 -> HostError.TurnInProgress
-            3 -> HostError.NoPermissionOptions
-            4 -> HostError.UnknownRequest
-            5 -> HostError.SessionClosed
-            6 -> HostError.ReservedUpdate
-            7 -> HostError.ReservedMessageId(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: HostError): ULong = when(value) {
-        is HostError.NoTurnInProgress -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is HostError.TurnInProgress -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is HostError.NoPermissionOptions -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is HostError.UnknownRequest -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is HostError.SessionClosed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is HostError.ReservedUpdate -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is HostError.ReservedMessageId -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: HostError, buf: ByteBuffer) {
-        when(value) {
-            is HostError.NoTurnInProgress -> {
-                buf.putInt(1)
-                Unit
-            }
-            is HostError.TurnInProgress -> {
-                buf.putInt(2)
-                Unit
-            }
-            is HostError.NoPermissionOptions -> {
-                buf.putInt(3)
-                Unit
-            }
-            is HostError.UnknownRequest -> {
-                buf.putInt(4)
-                Unit
-            }
-            is HostError.SessionClosed -> {
-                buf.putInt(5)
-                Unit
-            }
-            is HostError.ReservedUpdate -> {
-                buf.putInt(6)
-                Unit
-            }
-            is HostError.ReservedMessageId -> {
-                buf.putInt(7)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
- */
-
-enum class InjectMode {
-    
-    /**
-     * `queue`: Deliver after the running turn ends (or at once, starting a turn, when idle).
-     */
-    QUEUE,
-    /**
-     * `steer`: Deliver at the next safe break-point of the running turn.
-     */
-    STEER;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeInjectMode: FfiConverterRustBuffer<InjectMode> {
-    override fun read(buf: ByteBuffer) = try {
-        InjectMode.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: InjectMode) = 4UL
-
-    override fun write(value: InjectMode, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * How an item was sent.
- */
-
-enum class ItemMode {
-    
-    PROMPT,
-    QUEUE,
-    STEER;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeItemMode: FfiConverterRustBuffer<ItemMode> {
-    override fun read(buf: ByteBuffer) = try {
-        ItemMode.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: ItemMode) = 4UL
-
-    override fun write(value: ItemMode, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * Where one of the client's items is (C-PEND-1).
- */
-
-enum class ItemStatus {
-    
-    SENDING,
-    PENDING,
-    DELIVERED,
-    REVOKED,
-    FAILED;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeItemStatus: FfiConverterRustBuffer<ItemStatus> {
-    override fun read(buf: ByteBuffer) = try {
-        ItemStatus.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: ItemStatus) = 4UL
-
-    override fun write(value: ItemStatus, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * Configuration for connecting to an MCP (Model Context Protocol) server.
- *
- * MCP servers provide tools and context that the agent can use when
- * processing prompts.
- *
- * See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
- */
-sealed class McpServer {
-    
-    /**
-     * `stdio`: Stdio transport configuration
-     *
-     * Only available when the Agent capabilities include `session.mcp.stdio`.
-     */
-    data class Stdio(
-        val v1: McpServerStdio) : McpServer()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `http`: HTTP transport configuration
-     *
-     * Only available when the Agent capabilities include `session.mcp.http`.
-     */
-    data class Http(
-        val v1: McpServerHttp) : McpServer()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : McpServer()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeMcpServer : FfiConverterRustBuffer<McpServer>{
-    override fun read(buf: ByteBuffer): McpServer {
-        return when(buf.getInt()) {
-            1 -> McpServer.Stdio(
-                FfiConverterTypeMcpServerStdio.read(buf),
-                )
-            2 -> McpServer.Http(
-                FfiConverterTypeMcpServerHttp.read(buf),
-                )
-            3 -> McpServer.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: McpServer): ULong = when(value) {
-        is McpServer.Stdio -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeMcpServerStdio.allocationSize(value.v1)
-            )
-        }
-        is McpServer.Http -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeMcpServerHttp.allocationSize(value.v1)
-            )
-        }
-        is McpServer.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: McpServer, buf: ByteBuffer) {
-        when(value) {
-            is McpServer.Stdio -> {
-                buf.putInt(1)
-                FfiConverterTypeMcpServerStdio.write(value.v1, buf)
-                Unit
-            }
-            is McpServer.Http -> {
-                buf.putInt(2)
-                FfiConverterTypeMcpServerHttp.write(value.v1, buf)
-                Unit
-            }
-            is McpServer.Other -> {
-                buf.putInt(3)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Who a transcript entry is from.
- */
-
-enum class MessageRole {
-    
-    USER,
-    AGENT,
-    THOUGHT;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeMessageRole: FfiConverterRustBuffer<MessageRole> {
-    override fun read(buf: ByteBuffer) = try {
-        MessageRole.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: MessageRole) = 4UL
-
-    override fun write(value: MessageRole, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * One output of the agent core, in order.
- */
-sealed class Output {
-    
-    data class Line(
-        val `to`: List<dev.acpinject.ConnId>, 
-        val `line`: kotlin.String) : Output()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Action(
-        val `session`: dev.acpinject.SessionId, 
-        val `action`: dev.acpinject.RuntimeAction) : Output()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeOutput : FfiConverterRustBuffer<Output>{
-    override fun read(buf: ByteBuffer): Output {
-        return when(buf.getInt()) {
-            1 -> Output.Line(
-                FfiConverterSequenceTypeConnId.read(buf),
-                FfiConverterString.read(buf),
-                )
-            2 -> Output.Action(
-                FfiConverterTypeSessionId.read(buf),
-                FfiConverterTypeRuntimeAction.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: Output): ULong = when(value) {
-        is Output.Line -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterSequenceTypeConnId.allocationSize(value.`to`)
-                + FfiConverterString.allocationSize(value.`line`)
-            )
-        }
-        is Output.Action -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionId.allocationSize(value.`session`)
-                + FfiConverterTypeRuntimeAction.allocationSize(value.`action`)
-            )
-        }
-    }
-
-    override fun write(value: Output, buf: ByteBuffer) {
-        when(value) {
-            is Output.Line -> {
-                buf.putInt(1)
-                FfiConverterSequenceTypeConnId.write(value.`to`, buf)
-                FfiConverterString.write(value.`line`, buf)
-                Unit
-            }
-            is Output.Action -> {
-                buf.putInt(2)
-                FfiConverterTypeSessionId.write(value.`session`, buf)
-                FfiConverterTypeRuntimeAction.write(value.`action`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Updated content for a plan.
- */
-sealed class PlanUpdateContent {
-    
-    /**
-     * `items`: Structured plan entries.
-     */
-    data class Items(
-        val v1: PlanItems) : PlanUpdateContent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : PlanUpdateContent()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanUpdateContent : FfiConverterRustBuffer<PlanUpdateContent>{
-    override fun read(buf: ByteBuffer): PlanUpdateContent {
-        return when(buf.getInt()) {
-            1 -> PlanUpdateContent.Items(
-                FfiConverterTypePlanItems.read(buf),
-                )
-            2 -> PlanUpdateContent.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: PlanUpdateContent): ULong = when(value) {
-        is PlanUpdateContent.Items -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypePlanItems.allocationSize(value.v1)
-            )
-        }
-        is PlanUpdateContent.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: PlanUpdateContent, buf: ByteBuffer) {
-        when(value) {
-            is PlanUpdateContent.Items -> {
-                buf.putInt(1)
-                FfiConverterTypePlanItems.write(value.v1, buf)
-                Unit
-            }
-            is PlanUpdateContent.Other -> {
-                buf.putInt(2)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * How many queued injects open one turn (R-QUEUE-3).
- */
-
-enum class QueueDrain {
-    
-    BATCH,
-    ONE_PER_TURN;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeQueueDrain: FfiConverterRustBuffer<QueueDrain> {
-    override fun read(buf: ByteBuffer) = try {
-        QueueDrain.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: QueueDrain) = 4UL
-
-    override fun write(value: QueueDrain, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * Inclusive cursor describing where replayed session history should begin.
- *
- * Replay includes the position identified by the cursor.
- */
-sealed class ReplayFrom {
-    
-    /**
-     * `start`: Replay all retained conversation history from its first replayable entry.
-     */
-    data class Start(
-        val v1: ReplayFromStart) : ReplayFrom()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : ReplayFrom()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeReplayFrom : FfiConverterRustBuffer<ReplayFrom>{
-    override fun read(buf: ByteBuffer): ReplayFrom {
-        return when(buf.getInt()) {
-            1 -> ReplayFrom.Start(
-                FfiConverterTypeReplayFromStart.read(buf),
-                )
-            2 -> ReplayFrom.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: ReplayFrom): ULong = when(value) {
-        is ReplayFrom.Start -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeReplayFromStart.allocationSize(value.v1)
-            )
-        }
-        is ReplayFrom.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: ReplayFrom, buf: ByteBuffer) {
-        when(value) {
-            is ReplayFrom.Start -> {
-                buf.putInt(1)
-                FfiConverterTypeReplayFromStart.write(value.v1, buf)
-                Unit
-            }
-            is ReplayFrom.Other -> {
-                buf.putInt(2)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * A JSON-RPC request id. Responses echo it with the same JSON type.
- */
-sealed class RequestId {
-    
-    /**
-     * `null` (allowed by JSON-RPC, discouraged).
-     */
-    data object Null : RequestId()
-    
-    
-    /**
-     * An integer id.
-     */
-    data class Number(
-        val v1: kotlin.Long) : RequestId()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A string id.
-     */
-    data class Str(
-        val v1: kotlin.String) : RequestId()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRequestId : FfiConverterRustBuffer<RequestId>{
-    override fun read(buf: ByteBuffer): RequestId {
-        return when(buf.getInt()) {
-            1 -> RequestId.Null
-            2 -> RequestId.Number(
-                FfiConverterLong.read(buf),
-                )
-            3 -> RequestId.Str(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: RequestId): ULong = when(value) {
-        is RequestId.Null -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RequestId.Number -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterLong.allocationSize(value.v1)
-            )
-        }
-        is RequestId.Str -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: RequestId, buf: ByteBuffer) {
-        when(value) {
-            is RequestId.Null -> {
-                buf.putInt(1)
-                Unit
-            }
-            is RequestId.Number -> {
-                buf.putInt(2)
-                FfiConverterLong.write(value.v1, buf)
-                Unit
-            }
-            is RequestId.Str -> {
-                buf.putInt(3)
-                FfiConverterString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * What a request was.
- */
-
-enum class RequestKind {
-    
-    INITIALIZE,
-    NEW_SESSION,
-    LIST_SESSIONS,
-    RESUME,
-    PROMPT,
-    INJECT,
-    REVOKE,
-    REPLACE,
-    CLOSE,
-    STATUS;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRequestKind: FfiConverterRustBuffer<RequestKind> {
-    override fun read(buf: ByteBuffer) = try {
-        RequestKind.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: RequestKind) = 4UL
-
-    override fun write(value: RequestKind, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * The outcome of a permission request.
- */
-sealed class RequestPermissionOutcome {
-    
-    /**
-     * `cancelled`: The request was not approved and no option was selected: the session's work was
-     * cancelled, the user dismissed the prompt, or the client declined it by policy.
-     * Agents MUST NOT proceed with the operation.
-     *
-     * The client answers a request the agent cancels with `$/cancel_request` with
-     * this outcome. After sending `session/cancel`, the client MAY also send it
-     * without waiting for `$/cancel_request`, for a request it knows belongs to the
-     * cancelled foreground work.
-     *
-     * See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
-     */
-    data class Cancelled(
-        val v1: CancelledPermissionOutcome) : RequestPermissionOutcome()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `selected`: The user selected one of the provided options.
-     *
-     * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-     * approved.
-     */
-    data class Selected(
-        val v1: SelectedPermissionOutcome) : RequestPermissionOutcome()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : RequestPermissionOutcome()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRequestPermissionOutcome : FfiConverterRustBuffer<RequestPermissionOutcome>{
-    override fun read(buf: ByteBuffer): RequestPermissionOutcome {
-        return when(buf.getInt()) {
-            1 -> RequestPermissionOutcome.Cancelled(
-                FfiConverterTypeCancelledPermissionOutcome.read(buf),
-                )
-            2 -> RequestPermissionOutcome.Selected(
-                FfiConverterTypeSelectedPermissionOutcome.read(buf),
-                )
-            3 -> RequestPermissionOutcome.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: RequestPermissionOutcome): ULong = when(value) {
-        is RequestPermissionOutcome.Cancelled -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeCancelledPermissionOutcome.allocationSize(value.v1)
-            )
-        }
-        is RequestPermissionOutcome.Selected -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSelectedPermissionOutcome.allocationSize(value.v1)
-            )
-        }
-        is RequestPermissionOutcome.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: RequestPermissionOutcome, buf: ByteBuffer) {
-        when(value) {
-            is RequestPermissionOutcome.Cancelled -> {
-                buf.putInt(1)
-                FfiConverterTypeCancelledPermissionOutcome.write(value.v1, buf)
-                Unit
-            }
-            is RequestPermissionOutcome.Selected -> {
-                buf.putInt(2)
-                FfiConverterTypeSelectedPermissionOutcome.write(value.v1, buf)
-                Unit
-            }
-            is RequestPermissionOutcome.Other -> {
-                buf.putInt(3)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Who may revoke or replace a pending inject (R-ORDER-2).
- */
-
-enum class RevokeReplace {
-    
-    ANY_CONTROLLER,
-    CREATOR_ONLY;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRevokeReplace: FfiConverterRustBuffer<RevokeReplace> {
-    override fun read(buf: ByteBuffer) = try {
-        RevokeReplace.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: RevokeReplace) = 4UL
-
-    override fun write(value: RevokeReplace, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * What the runtime must do.
- */
-sealed class RuntimeAction {
-    
-    data class SessionOpened(
-        val v1: dev.acpinject.SessionSetup) : RuntimeAction()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class SessionResumed(
-        val v1: dev.acpinject.SessionSetup) : RuntimeAction()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class StartTurn(
-        val v1: List<dev.acpinject.UserInput>) : RuntimeAction()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Deliver(
-        val v1: List<dev.acpinject.UserInput>) : RuntimeAction()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data object InterruptStream : RuntimeAction()
-    
-    
-    data object CancelTurn : RuntimeAction()
-    
-    
-    data class PermissionAnswered(
-        val `requestId`: dev.acpinject.RequestId, 
-        val `outcome`: dev.acpinject.RequestPermissionOutcome) : RuntimeAction()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Closed(
-        val `dropped`: List<dev.acpinject.PendingInject>, 
-        val `turnCancelled`: kotlin.Boolean) : RuntimeAction()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRuntimeAction : FfiConverterRustBuffer<RuntimeAction>{
-    override fun read(buf: ByteBuffer): RuntimeAction {
-        return when(buf.getInt()) {
-            1 -> RuntimeAction.SessionOpened(
-                FfiConverterTypeSessionSetup.read(buf),
-                )
-            2 -> RuntimeAction.SessionResumed(
-                FfiConverterTypeSessionSetup.read(buf),
-                )
-            3 -> RuntimeAction.StartTurn(
-                FfiConverterSequenceTypeUserInput.read(buf),
-                )
-            4 -> RuntimeAction.Deliver(
-                FfiConverterSequenceTypeUserInput.read(buf),
-                )
-            5 -> RuntimeAction.InterruptStream
-            6 -> RuntimeAction.CancelTurn
-            7 -> RuntimeAction.PermissionAnswered(
-                FfiConverterTypeRequestId.read(buf),
-                FfiConverterTypeRequestPermissionOutcome.read(buf),
-                )
-            8 -> RuntimeAction.Closed(
-                FfiConverterSequenceTypePendingInject.read(buf),
-                FfiConverterBoolean.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: RuntimeAction): ULong = when(value) {
-        is RuntimeAction.SessionOpened -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionSetup.allocationSize(value.v1)
-            )
-        }
-        is RuntimeAction.SessionResumed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionSetup.allocationSize(value.v1)
-            )
-        }
-        is RuntimeAction.StartTurn -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterSequenceTypeUserInput.allocationSize(value.v1)
-            )
-        }
-        is RuntimeAction.Deliver -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterSequenceTypeUserInput.allocationSize(value.v1)
-            )
-        }
-        is RuntimeAction.InterruptStream -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RuntimeAction.CancelTurn -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RuntimeAction.PermissionAnswered -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeRequestId.allocationSize(value.`requestId`)
-                + FfiConverterTypeRequestPermissionOutcome.allocationSize(value.`outcome`)
-            )
-        }
-        is RuntimeAction.Closed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterSequenceTypePendingInject.allocationSize(value.`dropped`)
-                + FfiConverterBoolean.allocationSize(value.`turnCancelled`)
-            )
-        }
-    }
-
-    override fun write(value: RuntimeAction, buf: ByteBuffer) {
-        when(value) {
-            is RuntimeAction.SessionOpened -> {
-                buf.putInt(1)
-                FfiConverterTypeSessionSetup.write(value.v1, buf)
-                Unit
-            }
-            is RuntimeAction.SessionResumed -> {
-                buf.putInt(2)
-                FfiConverterTypeSessionSetup.write(value.v1, buf)
-                Unit
-            }
-            is RuntimeAction.StartTurn -> {
-                buf.putInt(3)
-                FfiConverterSequenceTypeUserInput.write(value.v1, buf)
-                Unit
-            }
-            is RuntimeAction.Deliver -> {
-                buf.putInt(4)
-                FfiConverterSequenceTypeUserInput.write(value.v1, buf)
-                Unit
-            }
-            is RuntimeAction.InterruptStream -> {
-                buf.putInt(5)
-                Unit
-            }
-            is RuntimeAction.CancelTurn -> {
-                buf.putInt(6)
-                Unit
-            }
-            is RuntimeAction.PermissionAnswered -> {
-                buf.putInt(7)
-                FfiConverterTypeRequestId.write(value.`requestId`, buf)
-                FfiConverterTypeRequestPermissionOutcome.write(value.`outcome`, buf)
-                Unit
-            }
-            is RuntimeAction.Closed -> {
-                buf.putInt(8)
-                FfiConverterSequenceTypePendingInject.write(value.`dropped`, buf)
-                FfiConverterBoolean.write(value.`turnCancelled`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * What the agent runtime reports.
- */
-sealed class RuntimeEvent {
-    
-    data class BreakPoint(
-        val v1: dev.acpinject.BreakPoint) : RuntimeEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data object StreamStarted : RuntimeEvent()
-    
-    
-    data object StreamFinished : RuntimeEvent()
-    
-    
-    data class RequestPermission(
-        val v1: dev.acpinject.PermissionAsk) : RuntimeEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class WithdrawPermission(
-        val `requestId`: dev.acpinject.RequestId) : RuntimeEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data object Paused : RuntimeEvent()
-    
-    
-    data object Resumed : RuntimeEvent()
-    
-    
-    data object TurnStarted : RuntimeEvent()
-    
-    
-    data class TurnEnded(
-        val `stopReason`: dev.acpinject.StopReason, 
-        val `usage`: dev.acpinject.Usage? = null , 
-        val `error`: dev.acpinject.TurnFailure? = null ) : RuntimeEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data object Close : RuntimeEvent()
-    
-    
-    data class Update(
-        val v1: dev.acpinject.SessionUpdate) : RuntimeEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class ClearAgentMessage(
-        val `messageId`: dev.acpinject.MessageId) : RuntimeEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRuntimeEvent : FfiConverterRustBuffer<RuntimeEvent>{
-    override fun read(buf: ByteBuffer): RuntimeEvent {
-        return when(buf.getInt()) {
-            1 -> RuntimeEvent.BreakPoint(
-                FfiConverterTypeBreakPoint.read(buf),
-                )
-            2 -> RuntimeEvent.StreamStarted
-            3 -> RuntimeEvent.StreamFinished
-            4 -> RuntimeEvent.RequestPermission(
-                FfiConverterTypePermissionAsk.read(buf),
-                )
-            5 -> RuntimeEvent.WithdrawPermission(
-                FfiConverterTypeRequestId.read(buf),
-                )
-            6 -> RuntimeEvent.Paused
-            7 -> RuntimeEvent.Resumed
-            8 -> RuntimeEvent.TurnStarted
-            9 -> RuntimeEvent.TurnEnded(
-                FfiConverterTypeStopReason.read(buf),
-                FfiConverterOptionalTypeUsage.read(buf),
-                FfiConverterOptionalTypeTurnFailure.read(buf),
-                )
-            10 -> RuntimeEvent.Close
-            11 -> RuntimeEvent.Update(
-                FfiConverterTypeSessionUpdate.read(buf),
-                )
-            12 -> RuntimeEvent.ClearAgentMessage(
-                FfiConverterTypeMessageId.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: RuntimeEvent): ULong = when(value) {
-        is RuntimeEvent.BreakPoint -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeBreakPoint.allocationSize(value.v1)
-            )
-        }
-        is RuntimeEvent.StreamStarted -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RuntimeEvent.StreamFinished -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RuntimeEvent.RequestPermission -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypePermissionAsk.allocationSize(value.v1)
-            )
-        }
-        is RuntimeEvent.WithdrawPermission -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeRequestId.allocationSize(value.`requestId`)
-            )
-        }
-        is RuntimeEvent.Paused -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RuntimeEvent.Resumed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RuntimeEvent.TurnStarted -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RuntimeEvent.TurnEnded -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeStopReason.allocationSize(value.`stopReason`)
-                + FfiConverterOptionalTypeUsage.allocationSize(value.`usage`)
-                + FfiConverterOptionalTypeTurnFailure.allocationSize(value.`error`)
-            )
-        }
-        is RuntimeEvent.Close -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is RuntimeEvent.Update -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionUpdate.allocationSize(value.v1)
-            )
-        }
-        is RuntimeEvent.ClearAgentMessage -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeMessageId.allocationSize(value.`messageId`)
-            )
-        }
-    }
-
-    override fun write(value: RuntimeEvent, buf: ByteBuffer) {
-        when(value) {
-            is RuntimeEvent.BreakPoint -> {
-                buf.putInt(1)
-                FfiConverterTypeBreakPoint.write(value.v1, buf)
-                Unit
-            }
-            is RuntimeEvent.StreamStarted -> {
-                buf.putInt(2)
-                Unit
-            }
-            is RuntimeEvent.StreamFinished -> {
-                buf.putInt(3)
-                Unit
-            }
-            is RuntimeEvent.RequestPermission -> {
-                buf.putInt(4)
-                FfiConverterTypePermissionAsk.write(value.v1, buf)
-                Unit
-            }
-            is RuntimeEvent.WithdrawPermission -> {
-                buf.putInt(5)
-                FfiConverterTypeRequestId.write(value.`requestId`, buf)
-                Unit
-            }
-            is RuntimeEvent.Paused -> {
-                buf.putInt(6)
-                Unit
-            }
-            is RuntimeEvent.Resumed -> {
-                buf.putInt(7)
-                Unit
-            }
-            is RuntimeEvent.TurnStarted -> {
-                buf.putInt(8)
-                Unit
-            }
-            is RuntimeEvent.TurnEnded -> {
-                buf.putInt(9)
-                FfiConverterTypeStopReason.write(value.`stopReason`, buf)
-                FfiConverterOptionalTypeUsage.write(value.`usage`, buf)
-                FfiConverterOptionalTypeTurnFailure.write(value.`error`, buf)
-                Unit
-            }
-            is RuntimeEvent.Close -> {
-                buf.putInt(10)
-                Unit
-            }
-            is RuntimeEvent.Update -> {
-                buf.putInt(11)
-                FfiConverterTypeSessionUpdate.write(value.v1, buf)
-                Unit
-            }
-            is RuntimeEvent.ClearAgentMessage -> {
-                buf.putInt(12)
-                FfiConverterTypeMessageId.write(value.`messageId`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Something that happened in a session, as its event stream delivers it.
- */
-sealed class SessionActivity {
-    
-    data class Event(
-        val v1: dev.acpinject.SessionEvent) : SessionActivity()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class PermissionRequested(
-        val `request`: dev.acpinject.RequestId, 
-        val `params`: RequestPermissionRequest) : SessionActivity()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionActivity : FfiConverterRustBuffer<SessionActivity>{
-    override fun read(buf: ByteBuffer): SessionActivity {
-        return when(buf.getInt()) {
-            1 -> SessionActivity.Event(
-                FfiConverterTypeSessionEvent.read(buf),
-                )
-            2 -> SessionActivity.PermissionRequested(
-                FfiConverterTypeRequestId.read(buf),
-                FfiConverterTypeRequestPermissionRequest.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: SessionActivity): ULong = when(value) {
-        is SessionActivity.Event -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionEvent.allocationSize(value.v1)
-            )
-        }
-        is SessionActivity.PermissionRequested -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeRequestId.allocationSize(value.`request`)
-                + FfiConverterTypeRequestPermissionRequest.allocationSize(value.`params`)
-            )
-        }
-    }
-
-    override fun write(value: SessionActivity, buf: ByteBuffer) {
-        when(value) {
-            is SessionActivity.Event -> {
-                buf.putInt(1)
-                FfiConverterTypeSessionEvent.write(value.v1, buf)
-                Unit
-            }
-            is SessionActivity.PermissionRequested -> {
-                buf.putInt(2)
-                FfiConverterTypeRequestId.write(value.`request`, buf)
-                FfiConverterTypeRequestPermissionRequest.write(value.`params`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Something that happened in one session.
- */
-sealed class SessionEvent {
-    
-    data class Update(
-        val v1: dev.acpinject.SessionUpdate) : SessionEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Item(
-        val v1: dev.acpinject.PendingItem) : SessionEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Violation(
-        val v1: dev.acpinject.Violation) : SessionEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data object Closed : SessionEvent()
-    
-    
-    data class Tolerated(
-        val v1: List<kotlin.String>) : SessionEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionEvent : FfiConverterRustBuffer<SessionEvent>{
-    override fun read(buf: ByteBuffer): SessionEvent {
-        return when(buf.getInt()) {
-            1 -> SessionEvent.Update(
-                FfiConverterTypeSessionUpdate.read(buf),
-                )
-            2 -> SessionEvent.Item(
-                FfiConverterTypePendingItem.read(buf),
-                )
-            3 -> SessionEvent.Violation(
-                FfiConverterTypeViolation.read(buf),
-                )
-            4 -> SessionEvent.Closed
-            5 -> SessionEvent.Tolerated(
-                FfiConverterSequenceString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: SessionEvent): ULong = when(value) {
-        is SessionEvent.Update -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionUpdate.allocationSize(value.v1)
-            )
-        }
-        is SessionEvent.Item -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypePendingItem.allocationSize(value.v1)
-            )
-        }
-        is SessionEvent.Violation -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeViolation.allocationSize(value.v1)
-            )
-        }
-        is SessionEvent.Closed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is SessionEvent.Tolerated -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterSequenceString.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: SessionEvent, buf: ByteBuffer) {
-        when(value) {
-            is SessionEvent.Update -> {
-                buf.putInt(1)
-                FfiConverterTypeSessionUpdate.write(value.v1, buf)
-                Unit
-            }
-            is SessionEvent.Item -> {
-                buf.putInt(2)
-                FfiConverterTypePendingItem.write(value.v1, buf)
-                Unit
-            }
-            is SessionEvent.Violation -> {
-                buf.putInt(3)
-                FfiConverterTypeViolation.write(value.v1, buf)
-                Unit
-            }
-            is SessionEvent.Closed -> {
-                buf.putInt(4)
-                Unit
-            }
-            is SessionEvent.Tolerated -> {
-                buf.putInt(5)
-                FfiConverterSequenceString.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Different types of updates that can be sent while a session exists.
- *
- * These updates report messages, progress, and other session activity.
- *
- * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
- */
-sealed class SessionUpdate {
-    
-    /**
-     * `user_message`: A user message has been created or updated.
-     *
-     * Agents can send this when they accept or replay a user message. When a
-     * client receives another `user_message` update with the same `messageId`,
-     * fields in the new update patch the previous fields for that message.
-     */
-    data class UserMessage(
-        val v1: dev.acpinject.UserMessage) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `user_message_chunk`: A chunk of the user's message being streamed.
-     */
-    data class UserMessageChunk(
-        val v1: dev.acpinject.UserMessageChunk) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `agent_message`: An agent message has been created or updated.
-     *
-     * Agents can send this in addition to streamed chunks. When a client
-     * receives another `agent_message` update with the same `messageId`,
-     * fields in the new update patch the previous fields for that message.
-     */
-    data class AgentMessage(
-        val v1: dev.acpinject.AgentMessage) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `agent_message_chunk`: A chunk of the agent's response being streamed.
-     */
-    data class AgentMessageChunk(
-        val v1: dev.acpinject.AgentMessageChunk) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
-     */
-    data class AgentMessageClear(
-        val v1: dev.acpinject.AgentMessageClear) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `agent_thought`: An agent thought or reasoning message has been created or updated.
-     *
-     * Agents can send this in addition to streamed chunks. When a client
-     * receives another `agent_thought` update with the same `messageId`,
-     * fields in the new update patch the previous fields for that message.
-     */
-    data class AgentThought(
-        val v1: dev.acpinject.AgentThought) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
-     */
-    data class AgentThoughtChunk(
-        val v1: dev.acpinject.AgentThoughtChunk) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `state_update`: A snapshot of the session's aggregate foreground activity.
-     */
-    data class StateUpdate(
-        val v1: dev.acpinject.StateUpdate) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `tool_call_update`: A tool call has been created or updated.
-     */
-    data class ToolCallUpdate(
-        val v1: dev.acpinject.ToolCallUpdate) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `tool_call_content_chunk`: A chunk of tool-call content being streamed.
-     */
-    data class ToolCallContentChunk(
-        val v1: dev.acpinject.ToolCallContentChunk) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `plan_update`: A content update for a plan identified by ID.
-     * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
-     */
-    data class PlanUpdate(
-        val v1: dev.acpinject.PlanUpdate) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `usage_update`: Context window and cost update for the session.
-     */
-    data class UsageUpdate(
-        val v1: dev.acpinject.UsageUpdate) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
-     */
-    data class SessionInfoUpdate(
-        val v1: dev.acpinject.SessionInfoUpdate) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
-     */
-    data class AcpInjectPending(
-        val v1: PendingInjectsUpdate) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `_acp-inject/session_closed`: Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
-     */
-    data class AcpInjectSessionClosed(
-        val v1: SessionClosedUpdate) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : SessionUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionUpdate : FfiConverterRustBuffer<SessionUpdate>{
-    override fun read(buf: ByteBuffer): SessionUpdate {
-        return when(buf.getInt()) {
-            1 -> SessionUpdate.UserMessage(
-                FfiConverterTypeUserMessage.read(buf),
-                )
-            2 -> SessionUpdate.UserMessageChunk(
-                FfiConverterTypeUserMessageChunk.read(buf),
-                )
-            3 -> SessionUpdate.AgentMessage(
-                FfiConverterTypeAgentMessage.read(buf),
-                )
-            4 -> SessionUpdate.AgentMessageChunk(
-                FfiConverterTypeAgentMessageChunk.read(buf),
-                )
-            5 -> SessionUpdate.AgentMessageClear(
-                FfiConverterTypeAgentMessageClear.read(buf),
-                )
-            6 -> SessionUpdate.AgentThought(
-                FfiConverterTypeAgentThought.read(buf),
-                )
-            7 -> SessionUpdate.AgentThoughtChunk(
-                FfiConverterTypeAgentThoughtChunk.read(buf),
-                )
-            8 -> SessionUpdate.StateUpdate(
-                FfiConverterTypeStateUpdate.read(buf),
-                )
-            9 -> SessionUpdate.ToolCallUpdate(
-                FfiConverterTypeToolCallUpdate.read(buf),
-                )
-            10 -> SessionUpdate.ToolCallContentChunk(
-                FfiConverterTypeToolCallContentChunk.read(buf),
-                )
-            11 -> SessionUpdate.PlanUpdate(
-                FfiConverterTypePlanUpdate.read(buf),
-                )
-            12 -> SessionUpdate.UsageUpdate(
-                FfiConverterTypeUsageUpdate.read(buf),
-                )
-            13 -> SessionUpdate.SessionInfoUpdate(
-                FfiConverterTypeSessionInfoUpdate.read(buf),
-                )
-            14 -> SessionUpdate.AcpInjectPending(
-                FfiConverterTypePendingInjectsUpdate.read(buf),
-                )
-            15 -> SessionUpdate.AcpInjectSessionClosed(
-                FfiConverterTypeSessionClosedUpdate.read(buf),
-                )
-            16 -> SessionUpdate.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: SessionUpdate): ULong = when(value) {
-        is SessionUpdate.UserMessage -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUserMessage.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.UserMessageChunk -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUserMessageChunk.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.AgentMessage -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeAgentMessage.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.AgentMessageChunk -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeAgentMessageChunk.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.AgentMessageClear -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeAgentMessageClear.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.AgentThought -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeAgentThought.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.AgentThoughtChunk -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeAgentThoughtChunk.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.StateUpdate -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeStateUpdate.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.ToolCallUpdate -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeToolCallUpdate.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.ToolCallContentChunk -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeToolCallContentChunk.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.PlanUpdate -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypePlanUpdate.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.UsageUpdate -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUsageUpdate.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.SessionInfoUpdate -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionInfoUpdate.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.AcpInjectPending -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypePendingInjectsUpdate.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.AcpInjectSessionClosed -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSessionClosedUpdate.allocationSize(value.v1)
-            )
-        }
-        is SessionUpdate.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: SessionUpdate, buf: ByteBuffer) {
-        when(value) {
-            is SessionUpdate.UserMessage -> {
-                buf.putInt(1)
-                FfiConverterTypeUserMessage.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.UserMessageChunk -> {
-                buf.putInt(2)
-                FfiConverterTypeUserMessageChunk.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.AgentMessage -> {
-                buf.putInt(3)
-                FfiConverterTypeAgentMessage.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.AgentMessageChunk -> {
-                buf.putInt(4)
-                FfiConverterTypeAgentMessageChunk.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.AgentMessageClear -> {
-                buf.putInt(5)
-                FfiConverterTypeAgentMessageClear.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.AgentThought -> {
-                buf.putInt(6)
-                FfiConverterTypeAgentThought.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.AgentThoughtChunk -> {
-                buf.putInt(7)
-                FfiConverterTypeAgentThoughtChunk.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.StateUpdate -> {
-                buf.putInt(8)
-                FfiConverterTypeStateUpdate.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.ToolCallUpdate -> {
-                buf.putInt(9)
-                FfiConverterTypeToolCallUpdate.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.ToolCallContentChunk -> {
-                buf.putInt(10)
-                FfiConverterTypeToolCallContentChunk.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.PlanUpdate -> {
-                buf.putInt(11)
-                FfiConverterTypePlanUpdate.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.UsageUpdate -> {
-                buf.putInt(12)
-                FfiConverterTypeUsageUpdate.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.SessionInfoUpdate -> {
-                buf.putInt(13)
-                FfiConverterTypeSessionInfoUpdate.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.AcpInjectPending -> {
-                buf.putInt(14)
-                FfiConverterTypePendingInjectsUpdate.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.AcpInjectSessionClosed -> {
-                buf.putInt(15)
-                FfiConverterTypeSessionClosedUpdate.write(value.v1, buf)
-                Unit
-            }
-            is SessionUpdate.Other -> {
-                buf.putInt(16)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * A snapshot of the session's aggregate foreground activity.
- *
- * Foreground work is the agent's active response or workflow in the session,
- * including model processing, tool execution, and waiting for user action needed
- * to continue that work. It can start with a prompt or be agent-initiated, for
- * example to pursue an ongoing goal or follow up on a completed background task.
- * Either way, the agent MUST report `running` when foreground work starts,
- * or `requires_action` if it starts blocked on user action, and `idle` when it
- * ends. The agent SHOULD include a stop reason on that idle update.
- * Agent-initiated work does not require a prompt request or a synthetic user
- * message.
- *
- * `running` may precede user-message insertion, for example during a foreground
- * hook. It is not acknowledgment of insertion, and rejecting a prompt does not
- * itself end foreground work.
- *
- * Background activity can continue and emit other `session/update` notifications
- * while `idle`. Those notifications, including a detached task's progress or
- * completion, do not by themselves change this state. A permission request only
- * warrants `requires_action` when foreground work is blocked on user action.
- *
- * The agent SHOULD report `requires_action` when the foreground workflow as a
- * whole cannot progress without user action, including permissions or elicitations.
- * Once reported, it MUST report `running` when progress resumes, or `idle` when
- * work ends without resuming.
- * If other foreground work can progress, the state remains `running`. Resolving
- * one of several requests does not itself change the state. Agents SHOULD ignore
- * responses for work that has already ended rather than use them to resume it.
- *
- * A new session defaults to idle until a state update reports otherwise.
- * Resume MUST send a current-state snapshot after any replay and before its
- * response. The snapshot reports foreground state after resuming.
- * The response alone does not imply idle.
- * Repeated snapshots are idempotent, not additional work, completions, or usage.
- * A repeated state may carry updated information without another state transition.
- * The agent MUST report `idle` when no foreground activity remains. Completing
- * an individual activity while other foreground work continues does not require
- * an idle boundary. Local commands use the same lifecycle even without model work.
- *
- * See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)
- */
-sealed class StateUpdate {
-    
-    /**
-     * `running`: Foreground work is in progress.
-     */
-    data class Running(
-        val v1: RunningStateUpdate) : StateUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `idle`: No foreground work is active. Background activity may continue.
-     */
-    data class Idle(
-        val v1: IdleStateUpdate) : StateUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `requires_action`: Foreground work is blocked on user action.
-     */
-    data class RequiresAction(
-        val v1: RequiresActionStateUpdate) : StateUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `unknown`: **UNSTABLE**
-     *
-     * This capability is not part of the spec yet, and may be removed or changed at any point.
-     *
-     * The Agent cannot currently determine foreground activity.
-     * This replaces previously confirmed activity without ending the work or session.
-     */
-    data class Unknown(
-        val v1: UnknownStateUpdate) : StateUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : StateUpdate()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeStateUpdate : FfiConverterRustBuffer<StateUpdate>{
-    override fun read(buf: ByteBuffer): StateUpdate {
-        return when(buf.getInt()) {
-            1 -> StateUpdate.Running(
-                FfiConverterTypeRunningStateUpdate.read(buf),
-                )
-            2 -> StateUpdate.Idle(
-                FfiConverterTypeIdleStateUpdate.read(buf),
-                )
-            3 -> StateUpdate.RequiresAction(
-                FfiConverterTypeRequiresActionStateUpdate.read(buf),
-                )
-            4 -> StateUpdate.Unknown(
-                FfiConverterTypeUnknownStateUpdate.read(buf),
-                )
-            5 -> StateUpdate.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: StateUpdate): ULong = when(value) {
-        is StateUpdate.Running -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeRunningStateUpdate.allocationSize(value.v1)
-            )
-        }
-        is StateUpdate.Idle -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeIdleStateUpdate.allocationSize(value.v1)
-            )
-        }
-        is StateUpdate.RequiresAction -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeRequiresActionStateUpdate.allocationSize(value.v1)
-            )
-        }
-        is StateUpdate.Unknown -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknownStateUpdate.allocationSize(value.v1)
-            )
-        }
-        is StateUpdate.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: StateUpdate, buf: ByteBuffer) {
-        when(value) {
-            is StateUpdate.Running -> {
-                buf.putInt(1)
-                FfiConverterTypeRunningStateUpdate.write(value.v1, buf)
-                Unit
-            }
-            is StateUpdate.Idle -> {
-                buf.putInt(2)
-                FfiConverterTypeIdleStateUpdate.write(value.v1, buf)
-                Unit
-            }
-            is StateUpdate.RequiresAction -> {
-                buf.putInt(3)
-                FfiConverterTypeRequiresActionStateUpdate.write(value.v1, buf)
-                Unit
-            }
-            is StateUpdate.Unknown -> {
-                buf.putInt(4)
-                FfiConverterTypeUnknownStateUpdate.write(value.v1, buf)
-                Unit
-            }
-            is StateUpdate.Other -> {
-                buf.putInt(5)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * What to do with a steer when the agent takes no injects (C-HELD-3).
- */
-
-enum class SteerFallback {
-    
-    QUEUE,
-    CANCEL_AND_RESEND;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSteerFallback: FfiConverterRustBuffer<SteerFallback> {
-    override fun read(buf: ByteBuffer) = try {
-        SteerFallback.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: SteerFallback) = 4UL
-
-    override fun write(value: SteerFallback, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * What happens to a steer accepted mid model stream with no tool call pending.
- */
-
-enum class SteerInStream {
-    
-    /**
-     * `interrupt`: The agent cuts the stream and re-prompts with the steer.
-     */
-    INTERRUPT,
-    /**
-     * `finish`: The agent lets the stream finish, then delivers.
-     */
-    FINISH;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSteerInStream: FfiConverterRustBuffer<SteerInStream> {
-    override fun read(buf: ByteBuffer) = try {
-        SteerInStream.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: SteerInStream) = 4UL
-
-    override fun write(value: SteerInStream, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * The model stream of a running turn.
- */
-
-enum class Stream {
-    
-    IDLE,
-    ACTIVE,
-    INTERRUPT_REQUESTED;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeStream: FfiConverterRustBuffer<Stream> {
-    override fun read(buf: ByteBuffer) = try {
-        Stream.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: Stream) = 4UL
-
-    override fun write(value: Stream, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
-
-
-
-/**
- * A `::std::string::String` member whose absence and `null` mean different things: `Absent` leaves the current value, `Null` clears it, `Value` replaces it.
- */
-sealed class StringPatch {
-    
-    /**
-     * The member is absent: leave the current value.
-     */
-    data object Absent : StringPatch()
-    
-    
-    /**
-     * The member is `null`: clear the current value.
-     */
-    data object Null : StringPatch()
-    
-    
-    /**
-     * The member has a value: replace the current value.
-     */
-    data class Value(
-        val `value`: kotlin.String) : StringPatch()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeStringPatch : FfiConverterRustBuffer<StringPatch>{
-    override fun read(buf: ByteBuffer): StringPatch {
-        return when(buf.getInt()) {
-            1 -> StringPatch.Absent
-            2 -> StringPatch.Null
-            3 -> StringPatch.Value(
-                FfiConverterString.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: StringPatch): ULong = when(value) {
-        is StringPatch.Absent -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is StringPatch.Null -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is StringPatch.Value -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.`value`)
-            )
-        }
-    }
-
-    override fun write(value: StringPatch, buf: ByteBuffer) {
-        when(value) {
-            is StringPatch.Absent -> {
-                buf.putInt(1)
-                Unit
-            }
-            is StringPatch.Null -> {
-                buf.putInt(2)
-                Unit
-            }
-            is StringPatch.Value -> {
-                buf.putInt(3)
-                FfiConverterString.write(value.`value`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * Content produced by a tool call.
- *
- * Tool calls can produce different types of content including standard
- * content blocks (text, images), file diffs, or display-only terminals.
- *
- * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#content)
- */
-sealed class ToolCallContent {
-    
-    /**
-     * `content`: Standard content block (text, images, resources).
-     */
-    data class Content(
-        val v1: ToolCallContentBlock) : ToolCallContent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
-     */
-    data class Other(
-        val v1: dev.acpinject.Unknown) : ToolCallContent()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeToolCallContent : FfiConverterRustBuffer<ToolCallContent>{
-    override fun read(buf: ByteBuffer): ToolCallContent {
-        return when(buf.getInt()) {
-            1 -> ToolCallContent.Content(
-                FfiConverterTypeToolCallContentBlock.read(buf),
-                )
-            2 -> ToolCallContent.Other(
-                FfiConverterTypeUnknown.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: ToolCallContent): ULong = when(value) {
-        is ToolCallContent.Content -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeToolCallContentBlock.allocationSize(value.v1)
-            )
-        }
-        is ToolCallContent.Other -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeUnknown.allocationSize(value.v1)
-            )
-        }
-    }
-
-    override fun write(value: ToolCallContent, buf: ByteBuffer) {
-        when(value) {
-            is ToolCallContent.Content -> {
-                buf.putInt(1)
-                FfiConverterTypeToolCallContentBlock.write(value.v1, buf)
-                Unit
-            }
-            is ToolCallContent.Other -> {
-                buf.putInt(2)
-                FfiConverterTypeUnknown.write(value.v1, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * A session's turn (R-TURN-1).
- */
-sealed class Turn {
-    
-    data object Idle : Turn()
-    
-    
-    data class Running(
-        val `activity`: dev.acpinject.Activity) : Turn()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class RequiresAction(
-        val `activity`: dev.acpinject.Activity, 
-        val `open`: dev.acpinject.NonZeroU32, 
-        val `paused`: kotlin.Boolean) : Turn()
-        
-    {
-        
-
-        companion object
-    }
-    
-    data class Paused(
-        val `activity`: dev.acpinject.Activity) : Turn()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeTurn : FfiConverterRustBuffer<Turn>{
-    override fun read(buf: ByteBuffer): Turn {
-        return when(buf.getInt()) {
-            1 -> Turn.Idle
-            2 -> Turn.Running(
-                FfiConverterTypeActivity.read(buf),
-                )
-            3 -> Turn.RequiresAction(
-                FfiConverterTypeActivity.read(buf),
-                FfiConverterTypeNonZeroU32.read(buf),
-                FfiConverterBoolean.read(buf),
-                )
-            4 -> Turn.Paused(
-                FfiConverterTypeActivity.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: Turn): ULong = when(value) {
-        is Turn.Idle -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-            )
-        }
-        is Turn.Running -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeActivity.allocationSize(value.`activity`)
-            )
-        }
-        is Turn.RequiresAction -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeActivity.allocationSize(value.`activity`)
-                + FfiConverterTypeNonZeroU32.allocationSize(value.`open`)
-                + FfiConverterBoolean.allocationSize(value.`paused`)
-            )
-        }
-        is Turn.Paused -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeActivity.allocationSize(value.`activity`)
-            )
-        }
-    }
-
-    override fun write(value: Turn, buf: ByteBuffer) {
-        when(value) {
-            is Turn.Idle -> {
-                buf.putInt(1)
-                Unit
-            }
-            is Turn.Running -> {
-                buf.putInt(2)
-                FfiConverterTypeActivity.write(value.`activity`, buf)
-                Unit
-            }
-            is Turn.RequiresAction -> {
-                buf.putInt(3)
-                FfiConverterTypeActivity.write(value.`activity`, buf)
-                FfiConverterTypeNonZeroU32.write(value.`open`, buf)
-                FfiConverterBoolean.write(value.`paused`, buf)
-                Unit
-            }
-            is Turn.Paused -> {
-                buf.putInt(4)
-                FfiConverterTypeActivity.write(value.`activity`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
- * The turn state as the client knows it (C-STATE-1).
- */
-
-enum class TurnState {
-    
-    IDLE,
-    RUNNING,
-    REQUIRES_ACTION,
-    UNKNOWN;
-
-    
-
-
-    companion object
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeTurnState: FfiConverterRustBuffer<TurnState> {
-    override fun read(buf: ByteBuffer) = try {
-        TurnState.values()[buf.getInt() - 1]
-    } catch (e: IndexOutOfBoundsException) {
-        throw RuntimeException("invalid enum value, something is very wrong!!", e)
-    }
-
-    override fun allocationSize(value: TurnState) = 4UL
-
-    override fun write(value: TurnState, buf: ByteBuffer) {
-        buf.putInt(value.ordinal + 1)
-    }
-}
-
-
 
 
 
@@ -16683,38 +6594,6 @@ public object FfiConverterOptionalULong: FfiConverterRustBuffer<kotlin.ULong?> {
         } else {
             buf.put(1)
             FfiConverterULong.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalDouble: FfiConverterRustBuffer<kotlin.Double?> {
-    override fun read(buf: ByteBuffer): kotlin.Double? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterDouble.read(buf)
-    }
-
-    override fun allocationSize(value: kotlin.Double?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterDouble.allocationSize(value)
-        }
-    }
-
-    override fun write(value: kotlin.Double?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterDouble.write(value, buf)
         }
     }
 }
@@ -16757,1158 +6636,6 @@ public object FfiConverterOptionalString: FfiConverterRustBuffer<kotlin.String?>
 /**
  * @suppress
  */
-public object FfiConverterOptionalTypeAgentCapabilities: FfiConverterRustBuffer<AgentCapabilities?> {
-    override fun read(buf: ByteBuffer): AgentCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeAgentCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: AgentCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeAgentCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: AgentCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeAgentCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeAnnotations: FfiConverterRustBuffer<Annotations?> {
-    override fun read(buf: ByteBuffer): Annotations? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeAnnotations.read(buf)
-    }
-
-    override fun allocationSize(value: Annotations?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeAnnotations.allocationSize(value)
-        }
-    }
-
-    override fun write(value: Annotations?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeAnnotations.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeClientCapabilities: FfiConverterRustBuffer<ClientCapabilities?> {
-    override fun read(buf: ByteBuffer): ClientCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeClientCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: ClientCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeClientCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ClientCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeClientCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeCost: FfiConverterRustBuffer<Cost?> {
-    override fun read(buf: ByteBuffer): Cost? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeCost.read(buf)
-    }
-
-    override fun allocationSize(value: Cost?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeCost.allocationSize(value)
-        }
-    }
-
-    override fun write(value: Cost?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeCost.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeInjectCapabilities: FfiConverterRustBuffer<InjectCapabilities?> {
-    override fun read(buf: ByteBuffer): InjectCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeInjectCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: InjectCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeInjectCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: InjectCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeInjectCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeMcpCapabilities: FfiConverterRustBuffer<McpCapabilities?> {
-    override fun read(buf: ByteBuffer): McpCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeMcpCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: McpCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeMcpCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: McpCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeMcpCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeMirrorSnapshot: FfiConverterRustBuffer<MirrorSnapshot?> {
-    override fun read(buf: ByteBuffer): MirrorSnapshot? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeMirrorSnapshot.read(buf)
-    }
-
-    override fun allocationSize(value: MirrorSnapshot?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeMirrorSnapshot.allocationSize(value)
-        }
-    }
-
-    override fun write(value: MirrorSnapshot?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeMirrorSnapshot.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypePendingCapabilities: FfiConverterRustBuffer<PendingCapabilities?> {
-    override fun read(buf: ByteBuffer): PendingCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypePendingCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: PendingCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypePendingCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: PendingCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypePendingCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeSessionAdditionalDirectoriesCapabilities: FfiConverterRustBuffer<SessionAdditionalDirectoriesCapabilities?> {
-    override fun read(buf: ByteBuffer): SessionAdditionalDirectoriesCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeSessionAdditionalDirectoriesCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: SessionAdditionalDirectoriesCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeSessionAdditionalDirectoriesCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: SessionAdditionalDirectoriesCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeSessionAdditionalDirectoriesCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeSessionCapabilities: FfiConverterRustBuffer<SessionCapabilities?> {
-    override fun read(buf: ByteBuffer): SessionCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeSessionCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: SessionCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeSessionCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: SessionCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeSessionCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeSessionStatusCapabilities: FfiConverterRustBuffer<SessionStatusCapabilities?> {
-    override fun read(buf: ByteBuffer): SessionStatusCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeSessionStatusCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: SessionStatusCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeSessionStatusCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: SessionStatusCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeSessionStatusCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeTurnFailure: FfiConverterRustBuffer<TurnFailure?> {
-    override fun read(buf: ByteBuffer): TurnFailure? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeTurnFailure.read(buf)
-    }
-
-    override fun allocationSize(value: TurnFailure?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeTurnFailure.allocationSize(value)
-        }
-    }
-
-    override fun write(value: TurnFailure?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeTurnFailure.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeUsage: FfiConverterRustBuffer<Usage?> {
-    override fun read(buf: ByteBuffer): Usage? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeUsage.read(buf)
-    }
-
-    override fun allocationSize(value: Usage?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeUsage.allocationSize(value)
-        }
-    }
-
-    override fun write(value: Usage?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeUsage.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeItemStatus: FfiConverterRustBuffer<ItemStatus?> {
-    override fun read(buf: ByteBuffer): ItemStatus? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeItemStatus.read(buf)
-    }
-
-    override fun allocationSize(value: ItemStatus?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeItemStatus.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ItemStatus?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeItemStatus.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeReplayFrom: FfiConverterRustBuffer<ReplayFrom?> {
-    override fun read(buf: ByteBuffer): ReplayFrom? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeReplayFrom.read(buf)
-    }
-
-    override fun allocationSize(value: ReplayFrom?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeReplayFrom.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ReplayFrom?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeReplayFrom.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeStateUpdate: FfiConverterRustBuffer<StateUpdate?> {
-    override fun read(buf: ByteBuffer): StateUpdate? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeStateUpdate.read(buf)
-    }
-
-    override fun allocationSize(value: StateUpdate?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeStateUpdate.allocationSize(value)
-        }
-    }
-
-    override fun write(value: StateUpdate?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeStateUpdate.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeSteerFallback: FfiConverterRustBuffer<SteerFallback?> {
-    override fun read(buf: ByteBuffer): SteerFallback? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeSteerFallback.read(buf)
-    }
-
-    override fun allocationSize(value: SteerFallback?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeSteerFallback.allocationSize(value)
-        }
-    }
-
-    override fun write(value: SteerFallback?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeSteerFallback.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeTurn: FfiConverterRustBuffer<Turn?> {
-    override fun read(buf: ByteBuffer): Turn? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeTurn.read(buf)
-    }
-
-    override fun allocationSize(value: Turn?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeTurn.allocationSize(value)
-        }
-    }
-
-    override fun write(value: Turn?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeTurn.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceString: FfiConverterRustBuffer<List<kotlin.String>?> {
-    override fun read(buf: ByteBuffer): List<kotlin.String>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceString.read(buf)
-    }
-
-    override fun allocationSize(value: List<kotlin.String>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceString.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<kotlin.String>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceString.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypeEnvVariable: FfiConverterRustBuffer<List<EnvVariable>?> {
-    override fun read(buf: ByteBuffer): List<EnvVariable>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeEnvVariable.read(buf)
-    }
-
-    override fun allocationSize(value: List<EnvVariable>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeEnvVariable.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<EnvVariable>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeEnvVariable.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypeHttpHeader: FfiConverterRustBuffer<List<HttpHeader>?> {
-    override fun read(buf: ByteBuffer): List<HttpHeader>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeHttpHeader.read(buf)
-    }
-
-    override fun allocationSize(value: List<HttpHeader>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeHttpHeader.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<HttpHeader>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeHttpHeader.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypePendingInject: FfiConverterRustBuffer<List<PendingInject>?> {
-    override fun read(buf: ByteBuffer): List<PendingInject>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypePendingInject.read(buf)
-    }
-
-    override fun allocationSize(value: List<PendingInject>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypePendingInject.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<PendingInject>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypePendingInject.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypeBackgroundWork: FfiConverterRustBuffer<List<BackgroundWork>?> {
-    override fun read(buf: ByteBuffer): List<BackgroundWork>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeBackgroundWork.read(buf)
-    }
-
-    override fun allocationSize(value: List<BackgroundWork>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeBackgroundWork.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<BackgroundWork>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeBackgroundWork.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypeMcpServer: FfiConverterRustBuffer<List<McpServer>?> {
-    override fun read(buf: ByteBuffer): List<McpServer>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeMcpServer.read(buf)
-    }
-
-    override fun allocationSize(value: List<McpServer>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeMcpServer.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<McpServer>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeMcpServer.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypeSteerInStream: FfiConverterRustBuffer<List<SteerInStream>?> {
-    override fun read(buf: ByteBuffer): List<SteerInStream>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeSteerInStream.read(buf)
-    }
-
-    override fun allocationSize(value: List<SteerInStream>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeSteerInStream.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<SteerInStream>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeSteerInStream.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypeToolCallContent: FfiConverterRustBuffer<List<ToolCallContent>?> {
-    override fun read(buf: ByteBuffer): List<ToolCallContent>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeToolCallContent.read(buf)
-    }
-
-    override fun allocationSize(value: List<ToolCallContent>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeToolCallContent.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<ToolCallContent>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeToolCallContent.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypeJsonObject: FfiConverterRustBuffer<List<JsonObject>?> {
-    override fun read(buf: ByteBuffer): List<JsonObject>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeJsonObject.read(buf)
-    }
-
-    override fun allocationSize(value: List<JsonObject>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeJsonObject.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<JsonObject>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeJsonObject.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalSequenceTypeRole: FfiConverterRustBuffer<List<Role>?> {
-    override fun read(buf: ByteBuffer): List<Role>? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterSequenceTypeRole.read(buf)
-    }
-
-    override fun allocationSize(value: List<Role>?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterSequenceTypeRole.allocationSize(value)
-        }
-    }
-
-    override fun write(value: List<Role>?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterSequenceTypeRole.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeErrorReason: FfiConverterRustBuffer<ErrorReason?> {
-    override fun read(buf: ByteBuffer): ErrorReason? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeErrorReason.read(buf)
-    }
-
-    override fun allocationSize(value: ErrorReason?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeErrorReason.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ErrorReason?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeErrorReason.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeJsonObject: FfiConverterRustBuffer<JsonObject?> {
-    override fun read(buf: ByteBuffer): JsonObject? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeJsonObject.read(buf)
-    }
-
-    override fun allocationSize(value: JsonObject?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeJsonObject.allocationSize(value)
-        }
-    }
-
-    override fun write(value: JsonObject?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeJsonObject.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeMessageId: FfiConverterRustBuffer<MessageId?> {
-    override fun read(buf: ByteBuffer): MessageId? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeMessageId.read(buf)
-    }
-
-    override fun allocationSize(value: MessageId?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeMessageId.allocationSize(value)
-        }
-    }
-
-    override fun write(value: MessageId?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeMessageId.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeSessionId: FfiConverterRustBuffer<SessionId?> {
-    override fun read(buf: ByteBuffer): SessionId? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeSessionId.read(buf)
-    }
-
-    override fun allocationSize(value: SessionId?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeSessionId.allocationSize(value)
-        }
-    }
-
-    override fun write(value: SessionId?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeSessionId.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeStopReason: FfiConverterRustBuffer<StopReason?> {
-    override fun read(buf: ByteBuffer): StopReason? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeStopReason.read(buf)
-    }
-
-    override fun allocationSize(value: StopReason?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeStopReason.allocationSize(value)
-        }
-    }
-
-    override fun write(value: StopReason?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeStopReason.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeToolCallStatus: FfiConverterRustBuffer<ToolCallStatus?> {
-    override fun read(buf: ByteBuffer): ToolCallStatus? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeToolCallStatus.read(buf)
-    }
-
-    override fun allocationSize(value: ToolCallStatus?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeToolCallStatus.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ToolCallStatus?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeToolCallStatus.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeToolKind: FfiConverterRustBuffer<ToolKind?> {
-    override fun read(buf: ByteBuffer): ToolKind? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeToolKind.read(buf)
-    }
-
-    override fun allocationSize(value: ToolKind?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeToolKind.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ToolKind?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeToolKind.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeValue: FfiConverterRustBuffer<Value?> {
-    override fun read(buf: ByteBuffer): Value? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeValue.read(buf)
-    }
-
-    override fun allocationSize(value: Value?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeValue.allocationSize(value)
-        }
-    }
-
-    override fun write(value: Value?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeValue.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
 public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.String>> {
     override fun read(buf: ByteBuffer): List<kotlin.String> {
         val len = buf.getInt()
@@ -17934,1089 +6661,14 @@ public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.Str
 
 
 
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeEnvVariable: FfiConverterRustBuffer<List<EnvVariable>> {
-    override fun read(buf: ByteBuffer): List<EnvVariable> {
-        val len = buf.getInt()
-        return List<EnvVariable>(len) {
-            FfiConverterTypeEnvVariable.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<EnvVariable>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeEnvVariable.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<EnvVariable>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeEnvVariable.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeHttpHeader: FfiConverterRustBuffer<List<HttpHeader>> {
-    override fun read(buf: ByteBuffer): List<HttpHeader> {
-        val len = buf.getInt()
-        return List<HttpHeader>(len) {
-            FfiConverterTypeHttpHeader.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<HttpHeader>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeHttpHeader.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<HttpHeader>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeHttpHeader.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypePendingInject: FfiConverterRustBuffer<List<PendingInject>> {
-    override fun read(buf: ByteBuffer): List<PendingInject> {
-        val len = buf.getInt()
-        return List<PendingInject>(len) {
-            FfiConverterTypePendingInject.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<PendingInject>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypePendingInject.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<PendingInject>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypePendingInject.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypePendingItem: FfiConverterRustBuffer<List<PendingItem>> {
-    override fun read(buf: ByteBuffer): List<PendingItem> {
-        val len = buf.getInt()
-        return List<PendingItem>(len) {
-            FfiConverterTypePendingItem.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<PendingItem>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypePendingItem.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<PendingItem>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypePendingItem.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypePermissionOption: FfiConverterRustBuffer<List<PermissionOption>> {
-    override fun read(buf: ByteBuffer): List<PermissionOption> {
-        val len = buf.getInt()
-        return List<PermissionOption>(len) {
-            FfiConverterTypePermissionOption.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<PermissionOption>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypePermissionOption.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<PermissionOption>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypePermissionOption.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypePlanEntry: FfiConverterRustBuffer<List<PlanEntry>> {
-    override fun read(buf: ByteBuffer): List<PlanEntry> {
-        val len = buf.getInt()
-        return List<PlanEntry>(len) {
-            FfiConverterTypePlanEntry.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<PlanEntry>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypePlanEntry.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<PlanEntry>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypePlanEntry.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeSessionInfo: FfiConverterRustBuffer<List<SessionInfo>> {
-    override fun read(buf: ByteBuffer): List<SessionInfo> {
-        val len = buf.getInt()
-        return List<SessionInfo>(len) {
-            FfiConverterTypeSessionInfo.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<SessionInfo>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeSessionInfo.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<SessionInfo>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeSessionInfo.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeTranscriptEntry: FfiConverterRustBuffer<List<TranscriptEntry>> {
-    override fun read(buf: ByteBuffer): List<TranscriptEntry> {
-        val len = buf.getInt()
-        return List<TranscriptEntry>(len) {
-            FfiConverterTypeTranscriptEntry.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<TranscriptEntry>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeTranscriptEntry.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<TranscriptEntry>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeTranscriptEntry.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeUserInput: FfiConverterRustBuffer<List<UserInput>> {
-    override fun read(buf: ByteBuffer): List<UserInput> {
-        val len = buf.getInt()
-        return List<UserInput>(len) {
-            FfiConverterTypeUserInput.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<UserInput>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeUserInput.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<UserInput>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeUserInput.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeViolation: FfiConverterRustBuffer<List<Violation>> {
-    override fun read(buf: ByteBuffer): List<Violation> {
-        val len = buf.getInt()
-        return List<Violation>(len) {
-            FfiConverterTypeViolation.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<Violation>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeViolation.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<Violation>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeViolation.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeBackgroundWork: FfiConverterRustBuffer<List<BackgroundWork>> {
-    override fun read(buf: ByteBuffer): List<BackgroundWork> {
-        val len = buf.getInt()
-        return List<BackgroundWork>(len) {
-            FfiConverterTypeBackgroundWork.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<BackgroundWork>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeBackgroundWork.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<BackgroundWork>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeBackgroundWork.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeContentBlock: FfiConverterRustBuffer<List<ContentBlock>> {
-    override fun read(buf: ByteBuffer): List<ContentBlock> {
-        val len = buf.getInt()
-        return List<ContentBlock>(len) {
-            FfiConverterTypeContentBlock.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<ContentBlock>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeContentBlock.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<ContentBlock>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeContentBlock.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeEvent: FfiConverterRustBuffer<List<Event>> {
-    override fun read(buf: ByteBuffer): List<Event> {
-        val len = buf.getInt()
-        return List<Event>(len) {
-            FfiConverterTypeEvent.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<Event>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeEvent.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<Event>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeEvent.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeHistoryEntry: FfiConverterRustBuffer<List<HistoryEntry>> {
-    override fun read(buf: ByteBuffer): List<HistoryEntry> {
-        val len = buf.getInt()
-        return List<HistoryEntry>(len) {
-            FfiConverterTypeHistoryEntry.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<HistoryEntry>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeHistoryEntry.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<HistoryEntry>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeHistoryEntry.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeInjectMode: FfiConverterRustBuffer<List<InjectMode>> {
-    override fun read(buf: ByteBuffer): List<InjectMode> {
-        val len = buf.getInt()
-        return List<InjectMode>(len) {
-            FfiConverterTypeInjectMode.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<InjectMode>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeInjectMode.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<InjectMode>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeInjectMode.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeMcpServer: FfiConverterRustBuffer<List<McpServer>> {
-    override fun read(buf: ByteBuffer): List<McpServer> {
-        val len = buf.getInt()
-        return List<McpServer>(len) {
-            FfiConverterTypeMcpServer.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<McpServer>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeMcpServer.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<McpServer>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeMcpServer.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeOutput: FfiConverterRustBuffer<List<Output>> {
-    override fun read(buf: ByteBuffer): List<Output> {
-        val len = buf.getInt()
-        return List<Output>(len) {
-            FfiConverterTypeOutput.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<Output>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeOutput.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<Output>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeOutput.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeSessionActivity: FfiConverterRustBuffer<List<SessionActivity>> {
-    override fun read(buf: ByteBuffer): List<SessionActivity> {
-        val len = buf.getInt()
-        return List<SessionActivity>(len) {
-            FfiConverterTypeSessionActivity.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<SessionActivity>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeSessionActivity.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<SessionActivity>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeSessionActivity.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeSteerInStream: FfiConverterRustBuffer<List<SteerInStream>> {
-    override fun read(buf: ByteBuffer): List<SteerInStream> {
-        val len = buf.getInt()
-        return List<SteerInStream>(len) {
-            FfiConverterTypeSteerInStream.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<SteerInStream>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeSteerInStream.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<SteerInStream>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeSteerInStream.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeToolCallContent: FfiConverterRustBuffer<List<ToolCallContent>> {
-    override fun read(buf: ByteBuffer): List<ToolCallContent> {
-        val len = buf.getInt()
-        return List<ToolCallContent>(len) {
-            FfiConverterTypeToolCallContent.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<ToolCallContent>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeToolCallContent.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<ToolCallContent>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeToolCallContent.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceSequenceTypeContentBlock: FfiConverterRustBuffer<List<List<ContentBlock>>> {
-    override fun read(buf: ByteBuffer): List<List<ContentBlock>> {
-        val len = buf.getInt()
-        return List<List<ContentBlock>>(len) {
-            FfiConverterSequenceTypeContentBlock.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<List<ContentBlock>>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterSequenceTypeContentBlock.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<List<ContentBlock>>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterSequenceTypeContentBlock.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeConnId: FfiConverterRustBuffer<List<ConnId>> {
-    override fun read(buf: ByteBuffer): List<ConnId> {
-        val len = buf.getInt()
-        return List<ConnId>(len) {
-            FfiConverterTypeConnId.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<ConnId>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeConnId.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<ConnId>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeConnId.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeJsonObject: FfiConverterRustBuffer<List<JsonObject>> {
-    override fun read(buf: ByteBuffer): List<JsonObject> {
-        val len = buf.getInt()
-        return List<JsonObject>(len) {
-            FfiConverterTypeJsonObject.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<JsonObject>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeJsonObject.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<JsonObject>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeJsonObject.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeProtocolVersion: FfiConverterRustBuffer<List<ProtocolVersion>> {
-    override fun read(buf: ByteBuffer): List<ProtocolVersion> {
-        val len = buf.getInt()
-        return List<ProtocolVersion>(len) {
-            FfiConverterTypeProtocolVersion.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<ProtocolVersion>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeProtocolVersion.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<ProtocolVersion>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeProtocolVersion.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeRole: FfiConverterRustBuffer<List<Role>> {
-    override fun read(buf: ByteBuffer): List<Role> {
-        val len = buf.getInt()
-        return List<Role>(len) {
-            FfiConverterTypeRole.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<Role>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeRole.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<Role>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeRole.write(it, buf)
-        }
-    }
-}
-
-
-
-public typealias ConnId = kotlin.String
-public typealias FfiConverterTypeConnId = FfiConverterString
-
-
-
-public typealias ContentBlockListPatchMember = ContentBlockListPatch
-public typealias FfiConverterTypeContentBlockListPatchMember = FfiConverterTypeContentBlockListPatch
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeErrorReason: FfiConverter<ErrorReason, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): ErrorReason {
-        val builtinValue = FfiConverterString.lift(value)
-        return ErrorReason.of(builtinValue)
-    }
-
-    override fun lower(value: ErrorReason): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): ErrorReason {
-        val builtinValue = FfiConverterString.read(buf)
-        return ErrorReason.of(builtinValue)
-    }
-
-    override fun allocationSize(value: ErrorReason): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: ErrorReason, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-public typealias JsonObject = kotlin.String
-public typealias FfiConverterTypeJsonObject = FfiConverterString
-
-
-
-public typealias MessageId = kotlin.String
-public typealias FfiConverterTypeMessageId = FfiConverterString
-
-
-
-public typealias NonZeroU32 = kotlin.UInt
-public typealias FfiConverterTypeNonZeroU32 = FfiConverterUInt
-
-
-
-public typealias PermissionOptionId = kotlin.String
-public typealias FfiConverterTypePermissionOptionId = FfiConverterString
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypePermissionOptionKind: FfiConverter<PermissionOptionKind, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): PermissionOptionKind {
-        val builtinValue = FfiConverterString.lift(value)
-        return PermissionOptionKind.of(builtinValue)
-    }
-
-    override fun lower(value: PermissionOptionKind): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): PermissionOptionKind {
-        val builtinValue = FfiConverterString.read(buf)
-        return PermissionOptionKind.of(builtinValue)
-    }
-
-    override fun allocationSize(value: PermissionOptionKind): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: PermissionOptionKind, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanEntryPriority: FfiConverter<PlanEntryPriority, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): PlanEntryPriority {
-        val builtinValue = FfiConverterString.lift(value)
-        return PlanEntryPriority.of(builtinValue)
-    }
-
-    override fun lower(value: PlanEntryPriority): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): PlanEntryPriority {
-        val builtinValue = FfiConverterString.read(buf)
-        return PlanEntryPriority.of(builtinValue)
-    }
-
-    override fun allocationSize(value: PlanEntryPriority): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: PlanEntryPriority, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanEntryStatus: FfiConverter<PlanEntryStatus, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): PlanEntryStatus {
-        val builtinValue = FfiConverterString.lift(value)
-        return PlanEntryStatus.of(builtinValue)
-    }
-
-    override fun lower(value: PlanEntryStatus): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): PlanEntryStatus {
-        val builtinValue = FfiConverterString.read(buf)
-        return PlanEntryStatus.of(builtinValue)
-    }
-
-    override fun allocationSize(value: PlanEntryStatus): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: PlanEntryStatus, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-public typealias ProtocolVersion = kotlin.UShort
-public typealias FfiConverterTypeProtocolVersion = FfiConverterUShort
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeRole: FfiConverter<Role, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): Role {
-        val builtinValue = FfiConverterString.lift(value)
-        return Role.of(builtinValue)
-    }
-
-    override fun lower(value: Role): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): Role {
-        val builtinValue = FfiConverterString.read(buf)
-        return Role.of(builtinValue)
-    }
-
-    override fun allocationSize(value: Role): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: Role, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-public typealias SessionId = kotlin.String
-public typealias FfiConverterTypeSessionId = FfiConverterString
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSessionStatus: FfiConverter<SessionStatus, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): SessionStatus {
-        val builtinValue = FfiConverterString.lift(value)
-        return SessionStatus.of(builtinValue)
-    }
-
-    override fun lower(value: SessionStatus): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): SessionStatus {
-        val builtinValue = FfiConverterString.read(buf)
-        return SessionStatus.of(builtinValue)
-    }
-
-    override fun allocationSize(value: SessionStatus): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: SessionStatus, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeStopReason: FfiConverter<StopReason, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): StopReason {
-        val builtinValue = FfiConverterString.lift(value)
-        return StopReason.of(builtinValue)
-    }
-
-    override fun lower(value: StopReason): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): StopReason {
-        val builtinValue = FfiConverterString.read(buf)
-        return StopReason.of(builtinValue)
-    }
-
-    override fun allocationSize(value: StopReason): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: StopReason, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-public typealias StringPatchMember = StringPatch
-public typealias FfiConverterTypeStringPatchMember = FfiConverterTypeStringPatch
-
-
-
-public typealias ToolCallId = kotlin.String
-public typealias FfiConverterTypeToolCallId = FfiConverterString
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeToolCallStatus: FfiConverter<ToolCallStatus, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): ToolCallStatus {
-        val builtinValue = FfiConverterString.lift(value)
-        return ToolCallStatus.of(builtinValue)
-    }
-
-    override fun lower(value: ToolCallStatus): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): ToolCallStatus {
-        val builtinValue = FfiConverterString.read(buf)
-        return ToolCallStatus.of(builtinValue)
-    }
-
-    override fun allocationSize(value: ToolCallStatus): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: ToolCallStatus, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterTypeToolKind: FfiConverter<ToolKind, RustBuffer.ByValue> {
-    override fun lift(value: RustBuffer.ByValue): ToolKind {
-        val builtinValue = FfiConverterString.lift(value)
-        return ToolKind.of(builtinValue)
-    }
-
-    override fun lower(value: ToolKind): RustBuffer.ByValue {
-        val builtinValue = value.value
-        return FfiConverterString.lower(builtinValue)
-    }
-
-    override fun read(buf: ByteBuffer): ToolKind {
-        val builtinValue = FfiConverterString.read(buf)
-        return ToolKind.of(builtinValue)
-    }
-
-    override fun allocationSize(value: ToolKind): ULong {
-        val builtinValue = value.value
-        return FfiConverterString.allocationSize(builtinValue)
-    }
-
-    override fun write(value: ToolKind, buf: ByteBuffer) {
-        val builtinValue = value.value
-        FfiConverterString.write(builtinValue, buf)
-    }
-}
-
-
-
-public typealias Unknown = kotlin.String
-public typealias FfiConverterTypeUnknown = FfiConverterString
-
-
-
-public typealias Value = kotlin.String
-public typealias FfiConverterTypeValue = FfiConverterString
-
-
-
-
 
 
 
 
         /**
-         * The default agent configuration: queue and steer, replace, `finish`, batch drain.
-         */ fun `defaultAgentConfig`(): AgentConfig {
-            return FfiConverterTypeAgentConfig.lift(
+         * The default agent configuration ([`default_config`]), encoded (an `AgentConfig`).
+         */ fun `defaultAgentConfig`(): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_acp_inject_ffi_fn_func_default_agent_config(
     
@@ -19056,23 +6708,23 @@ public typealias FfiConverterTypeValue = FfiConverterString
     
 
         /**
-         * Starts `command` (program and arguments) and connects to it over its stdio; `initialize`
-         * is exchanged before this returns.
+         * Starts `command` (program and arguments) and connects to it over its stdio, with `options`
+         * (a `ConnectOptions`); `initialize` is exchanged before this returns.
          */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-     suspend fun `connect`(`command`: List<kotlin.String>, `options`: ConnectOptions) : Connection {
+     suspend fun `connect`(`command`: List<kotlin.String>, `options`: kotlin.ByteArray) : Connection {
         return uniffiRustCallAsync(
         UniffiLib.uniffi_acp_inject_ffi_fn_func_connect(
         FfiConverterSequenceString.lower(`command`),
-        FfiConverterTypeConnectOptions.lower(`options`),),
+        FfiConverterByteArray.lower(`options`),),
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64(future, callback, continuation) },
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64(future) },
         // lift function
         { FfiConverterTypeConnection.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
 
@@ -19084,36 +6736,22 @@ public typealias FfiConverterTypeValue = FfiConverterString
          * network drops, calls fail with `AcpError.Disconnected`: connect again and `resume` each
          * session with replay (its turns went on in the agent).
          */
-    @Throws(AcpException::class)
+    @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-     suspend fun `connectUrl`(`url`: kotlin.String, `bearerToken`: kotlin.String?, `options`: ConnectOptions) : Connection {
+     suspend fun `connectUrl`(`url`: kotlin.String, `bearerToken`: kotlin.String?, `options`: kotlin.ByteArray) : Connection {
         return uniffiRustCallAsync(
         UniffiLib.uniffi_acp_inject_ffi_fn_func_connect_url(
         FfiConverterString.lower(`url`),
         FfiConverterOptionalString.lower(`bearerToken`),
-        FfiConverterTypeConnectOptions.lower(`options`),),
+        FfiConverterByteArray.lower(`options`),),
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64(future, callback, continuation) },
         { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64(future, continuation) },
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64(future) },
         // lift function
         { FfiConverterTypeConnection.lift(it) },
         // Error FFI converter
-        AcpException.ErrorHandler,
+        FfiException.ErrorHandler,
     )
     }
-
-        /**
-         * The defaults: pending updates on, 16 MiB lines, 30 s handshake, 2 s close grace, stderr
-         * forwarded.
-         */ fun `defaultConnectOptions`(): ConnectOptions {
-            return FfiConverterTypeConnectOptions.lift(
-    uniffiRustCall() { _status ->
-    UniffiLib.uniffi_acp_inject_ffi_fn_func_default_connect_options(
-    
-        _status)
-}
-    )
-    }
-    
 
 

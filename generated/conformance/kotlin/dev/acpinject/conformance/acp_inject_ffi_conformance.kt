@@ -31,55 +31,10 @@ import java.nio.CharBuffer
 import java.nio.charset.CodingErrorAction
 import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.ConcurrentHashMap
-import dev.acpinject.AcpException
-import dev.acpinject.AgentConfig
-import dev.acpinject.CallRejected
-import dev.acpinject.ConnId
-import dev.acpinject.ConnectionRole
-import dev.acpinject.ContentBlock
-import dev.acpinject.Event
-import dev.acpinject.FfiConverterTypeAcpError
-import dev.acpinject.FfiConverterTypeAgentConfig
-import dev.acpinject.FfiConverterTypeCallRejected
-import dev.acpinject.FfiConverterTypeConnId
-import dev.acpinject.FfiConverterTypeConnectionRole
-import dev.acpinject.FfiConverterTypeContentBlock
-import dev.acpinject.FfiConverterTypeEvent
-import dev.acpinject.FfiConverterTypeHistoryEntry
-import dev.acpinject.FfiConverterTypeHostError
-import dev.acpinject.FfiConverterTypeInjectCapabilities
-import dev.acpinject.FfiConverterTypeInjectMode
-import dev.acpinject.FfiConverterTypeItemStatus
-import dev.acpinject.FfiConverterTypeMirrorSnapshot
-import dev.acpinject.FfiConverterTypeOutput
-import dev.acpinject.FfiConverterTypeRuntimeEvent
-import dev.acpinject.FfiConverterTypeSteerFallback
-import dev.acpinject.HistoryEntry
-import dev.acpinject.HostError
-import dev.acpinject.InjectCapabilities
-import dev.acpinject.InjectMode
-import dev.acpinject.ItemStatus
-import dev.acpinject.MirrorSnapshot
-import dev.acpinject.Output
-import dev.acpinject.RuntimeEvent
-import dev.acpinject.SteerFallback
+import dev.acpinject.FfiConverterTypeFfiError
+import dev.acpinject.FfiException
 import java.util.concurrent.atomic.AtomicBoolean
-import dev.acpinject.RustBuffer as RustBufferAcpError
-import dev.acpinject.RustBuffer as RustBufferAgentConfig
-import dev.acpinject.RustBuffer as RustBufferCallRejected
-import dev.acpinject.RustBuffer as RustBufferConnId
-import dev.acpinject.RustBuffer as RustBufferConnectionRole
-import dev.acpinject.RustBuffer as RustBufferContentBlock
-import dev.acpinject.RustBuffer as RustBufferEvent
-import dev.acpinject.RustBuffer as RustBufferHistoryEntry
-import dev.acpinject.RustBuffer as RustBufferHostError
-import dev.acpinject.RustBuffer as RustBufferInjectCapabilities
-import dev.acpinject.RustBuffer as RustBufferInjectMode
-import dev.acpinject.RustBuffer as RustBufferItemStatus
-import dev.acpinject.RustBuffer as RustBufferMirrorSnapshot
-import dev.acpinject.RustBuffer as RustBufferOutput
-import dev.acpinject.RustBuffer as RustBufferRuntimeEvent
-import dev.acpinject.RustBuffer as RustBufferSteerFallback
+import dev.acpinject.RustBuffer as RustBufferFfiError
 
 // This is a helper for safely working with byte buffers returned from the Rust code.
 // A rust-owned buffer is represented by its capacity, its current length, and a
@@ -927,22 +882,22 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_agent_setup() and 0xFFFF) != 2265) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_call() and 0xFFFF) != 42865) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_call() and 0xFFFF) != 36737) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_history() and 0xFFFF) != 59158) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_history() and 0xFFFF) != 18492) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() and 0xFFFF) != 32631) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_item() and 0xFFFF) != 31743) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() and 0xFFFF) != 33723) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_outputs() and 0xFFFF) != 30111) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() and 0xFFFF) != 21456) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_sent() and 0xFFFF) != 56698) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() and 0xFFFF) != 1655) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_check_state() and 0xFFFF) != 3477) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_client_setup() and 0xFFFF) != 19752) {
@@ -951,19 +906,19 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_name() and 0xFFFF) != 33051) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_next() and 0xFFFF) != 25069) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_next() and 0xFFFF) != 14273) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_events() and 0xFFFF) != 40243) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_events() and 0xFFFF) != 44497) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_runtime_result() and 0xFFFF) != 24155) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_record_runtime_result() and 0xFFFF) != 55751) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_conformance_checksum_method_vectorrun_side() and 0xFFFF) != 53473) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_constructor_vectorrun_new() and 0xFFFF) != 17989) {
+    if ((lib.uniffi_acp_inject_ffi_conformance_checksum_constructor_vectorrun_new() and 0xFFFF) != 27138) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -1230,6 +1185,25 @@ public object FfiConverterString: FfiConverter<String, RustBuffer.ByValue> {
     }
 }
 
+/**
+ * @suppress
+ */
+public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
+    override fun read(buf: ByteBuffer): ByteArray {
+        val len = buf.getInt()
+        val byteArr = ByteArray(len)
+        buf.get(byteArr)
+        return byteArr
+    }
+    override fun allocationSize(value: ByteArray): ULong {
+        return 4UL + value.size.toULong()
+    }
+    override fun write(value: ByteArray, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        buf.put(value)
+    }
+}
+
 
 // This template implements a class for working with a Rust struct via a handle
 // to the live Rust struct on the other side of the FFI.
@@ -1337,24 +1311,26 @@ public interface VectorRunInterface {
     fun `agentSetup`(): AgentSetup?
     
     /**
-     * Reports a call's result (`None` when it was sent) and the lines it sent.
+     * Reports a call's result (`rejected`: an optional `CallRejected`, encoded; absent when it
+     * was sent) and the lines it sent.
      */
-    fun `checkCall`(`rejected`: CallRejected?, `sent`: List<kotlin.String>)
+    fun `checkCall`(`rejected`: kotlin.ByteArray, `sent`: List<kotlin.String>)
     
     /**
-     * Reports a session's history.
+     * Reports a session's history (a list of `HistoryEntry`, encoded).
      */
-    fun `checkHistory`(`history`: List<HistoryEntry>)
+    fun `checkHistory`(`history`: kotlin.ByteArray)
     
     /**
-     * Reports an item's status.
+     * Reports an item's status (an optional `ItemStatus`, encoded).
      */
-    fun `checkItem`(`status`: ItemStatus?)
+    fun `checkItem`(`status`: kotlin.ByteArray)
     
     /**
-     * Reports the outputs drained, with the connections attached to each live session.
+     * Reports the outputs drained (a list of `Output`, encoded), with the connections attached
+     * to each live session.
      */
-    fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<ConnId>>)
+    fun `checkOutputs`(`outputs`: kotlin.ByteArray, `attached`: Map<kotlin.String, List<kotlin.String>>)
     
     /**
      * Reports the lines the client sent since the last call (`expectSent`).
@@ -1362,9 +1338,9 @@ public interface VectorRunInterface {
     fun `checkSent`(`sent`: List<kotlin.String>)
     
     /**
-     * Reports a session's snapshot.
+     * Reports a session's snapshot (an optional `MirrorSnapshot`, encoded).
      */
-    fun `checkState`(`snapshot`: MirrorSnapshot?)
+    fun `checkState`(`snapshot`: kotlin.ByteArray)
     
     /**
      * The client setup of a client-side vector.
@@ -1383,14 +1359,15 @@ public interface VectorRunInterface {
     fun `next`(): Instruction?
     
     /**
-     * Reports the events a received line caused.
+     * Reports the events a received line caused (a list of `Event`, encoded).
      */
-    fun `recordEvents`(`events`: List<Event>)
+    fun `recordEvents`(`events`: kotlin.ByteArray)
     
     /**
-     * Reports a runtime event's result: `None` if accepted, else the host error.
+     * Reports a runtime event's result: `host_error` is an optional `HostError`, encoded
+     * (absent if the event was accepted).
      */
-    fun `recordRuntimeResult`(`hostError`: HostError?)
+    fun `recordRuntimeResult`(`hostError`: kotlin.ByteArray)
     
     /**
      * Which side it drives.
@@ -1432,7 +1409,7 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
      */
     constructor(`vectorJson`: kotlin.String) :
         this(UniffiWithHandle, 
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_constructor_vectorrun_new(
     
         
@@ -1534,16 +1511,17 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
-     * Reports a call's result (`None` when it was sent) and the lines it sent.
+     * Reports a call's result (`rejected`: an optional `CallRejected`, encoded; absent when it
+     * was sent) and the lines it sent.
      */
-    @Throws(AcpException::class)override fun `checkCall`(`rejected`: CallRejected?, `sent`: List<kotlin.String>)
+    @Throws(FfiException::class)override fun `checkCall`(`rejected`: kotlin.ByteArray, `sent`: List<kotlin.String>)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_call(
         it,
         
-        FfiConverterOptionalTypeCallRejected.lower(`rejected`),
+        FfiConverterByteArray.lower(`rejected`),
         FfiConverterSequenceString.lower(`sent`),_status)
 }
     }
@@ -1552,16 +1530,16 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
-     * Reports a session's history.
+     * Reports a session's history (a list of `HistoryEntry`, encoded).
      */
-    @Throws(AcpException::class)override fun `checkHistory`(`history`: List<HistoryEntry>)
+    @Throws(FfiException::class)override fun `checkHistory`(`history`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_history(
         it,
         
-        FfiConverterSequenceTypeHistoryEntry.lower(`history`),_status)
+        FfiConverterByteArray.lower(`history`),_status)
 }
     }
     
@@ -1569,16 +1547,16 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
-     * Reports an item's status.
+     * Reports an item's status (an optional `ItemStatus`, encoded).
      */
-    @Throws(AcpException::class)override fun `checkItem`(`status`: ItemStatus?)
+    @Throws(FfiException::class)override fun `checkItem`(`status`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_item(
         it,
         
-        FfiConverterOptionalTypeItemStatus.lower(`status`),_status)
+        FfiConverterByteArray.lower(`status`),_status)
 }
     }
     
@@ -1586,17 +1564,18 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
-     * Reports the outputs drained, with the connections attached to each live session.
+     * Reports the outputs drained (a list of `Output`, encoded), with the connections attached
+     * to each live session.
      */
-    @Throws(AcpException::class)override fun `checkOutputs`(`outputs`: List<Output>, `attached`: Map<kotlin.String, List<ConnId>>)
+    @Throws(FfiException::class)override fun `checkOutputs`(`outputs`: kotlin.ByteArray, `attached`: Map<kotlin.String, List<kotlin.String>>)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_outputs(
         it,
         
-        FfiConverterSequenceTypeOutput.lower(`outputs`),
-        FfiConverterMapStringSequenceTypeConnId.lower(`attached`),_status)
+        FfiConverterByteArray.lower(`outputs`),
+        FfiConverterMapStringSequenceString.lower(`attached`),_status)
 }
     }
     
@@ -1606,10 +1585,10 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
     /**
      * Reports the lines the client sent since the last call (`expectSent`).
      */
-    @Throws(AcpException::class)override fun `checkSent`(`sent`: List<kotlin.String>)
+    @Throws(FfiException::class)override fun `checkSent`(`sent`: List<kotlin.String>)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_sent(
         it,
         
@@ -1621,16 +1600,16 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
-     * Reports a session's snapshot.
+     * Reports a session's snapshot (an optional `MirrorSnapshot`, encoded).
      */
-    @Throws(AcpException::class)override fun `checkState`(`snapshot`: MirrorSnapshot?)
+    @Throws(FfiException::class)override fun `checkState`(`snapshot`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_check_state(
         it,
         
-        FfiConverterOptionalTypeMirrorSnapshot.lower(`snapshot`),_status)
+        FfiConverterByteArray.lower(`snapshot`),_status)
 }
     }
     
@@ -1673,10 +1652,10 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
      * The next instruction, or `None` when done (then drain once more and report with
      * `check_outputs`).
      */
-    @Throws(AcpException::class)override fun `next`(): Instruction? {
+    @Throws(FfiException::class)override fun `next`(): Instruction? {
             return FfiConverterOptionalTypeInstruction.lift(
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_next(
         it,
         _status)
@@ -1688,16 +1667,16 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
-     * Reports the events a received line caused.
+     * Reports the events a received line caused (a list of `Event`, encoded).
      */
-    @Throws(AcpException::class)override fun `recordEvents`(`events`: List<Event>)
+    @Throws(FfiException::class)override fun `recordEvents`(`events`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_record_events(
         it,
         
-        FfiConverterSequenceTypeEvent.lower(`events`),_status)
+        FfiConverterByteArray.lower(`events`),_status)
 }
     }
     
@@ -1705,16 +1684,17 @@ open class VectorRun: Disposable, AutoCloseable, VectorRunInterface
 
     
     /**
-     * Reports a runtime event's result: `None` if accepted, else the host error.
+     * Reports a runtime event's result: `host_error` is an optional `HostError`, encoded
+     * (absent if the event was accepted).
      */
-    @Throws(AcpException::class)override fun `recordRuntimeResult`(`hostError`: HostError?)
+    @Throws(FfiException::class)override fun `recordRuntimeResult`(`hostError`: kotlin.ByteArray)
         = 
     callWithHandle {
-    uniffiRustCallWithError(AcpExceptionExternalErrorHandler) { _status ->
+    uniffiRustCallWithError(FfiExceptionExternalErrorHandler) { _status ->
     UniffiLib.uniffi_acp_inject_ffi_conformance_fn_method_vectorrun_record_runtime_result(
         it,
         
-        FfiConverterOptionalTypeHostError.lower(`hostError`),_status)
+        FfiConverterByteArray.lower(`hostError`),_status)
 }
     }
     
@@ -1780,7 +1760,10 @@ public object FfiConverterTypeVectorRun: FfiConverter<VectorRun, Long> {
  * How to set up the agent for an agent-side vector.
  */
 data class AgentSetup (
-    var `config`: AgentConfig
+    /**
+     * An `AgentConfig`, encoded.
+     */
+    var `config`: kotlin.ByteArray
     , 
     var `session`: kotlin.String
     , 
@@ -1803,7 +1786,7 @@ data class AgentSetup (
 public object FfiConverterTypeAgentSetup: FfiConverterRustBuffer<AgentSetup> {
     override fun read(buf: ByteBuffer): AgentSetup {
         return AgentSetup(
-            FfiConverterTypeAgentConfig.read(buf),
+            FfiConverterByteArray.read(buf),
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
             FfiConverterSequenceTypeSetupConnection.read(buf),
@@ -1811,14 +1794,14 @@ public object FfiConverterTypeAgentSetup: FfiConverterRustBuffer<AgentSetup> {
     }
 
     override fun allocationSize(value: AgentSetup) = (
-            FfiConverterTypeAgentConfig.allocationSize(value.`config`) +
+            FfiConverterByteArray.allocationSize(value.`config`) +
             FfiConverterString.allocationSize(value.`session`) +
             FfiConverterString.allocationSize(value.`cwd`) +
             FfiConverterSequenceTypeSetupConnection.allocationSize(value.`connections`)
     )
 
     override fun write(value: AgentSetup, buf: ByteBuffer) {
-            FfiConverterTypeAgentConfig.write(value.`config`, buf)
+            FfiConverterByteArray.write(value.`config`, buf)
             FfiConverterString.write(value.`session`, buf)
             FfiConverterString.write(value.`cwd`, buf)
             FfiConverterSequenceTypeSetupConnection.write(value.`connections`, buf)
@@ -1833,11 +1816,17 @@ public object FfiConverterTypeAgentSetup: FfiConverterRustBuffer<AgentSetup> {
 data class ClientSetup (
     var `session`: kotlin.String
     , 
-    var `capabilities`: InjectCapabilities?
+    /**
+     * An optional `InjectCapabilities`, encoded.
+     */
+    var `capabilities`: kotlin.ByteArray
     , 
     var `protocolVersion`: kotlin.UShort
     , 
-    var `steerFallback`: SteerFallback?
+    /**
+     * An optional `SteerFallback`, encoded.
+     */
+    var `steerFallback`: kotlin.ByteArray
     
 ){
     
@@ -1855,24 +1844,24 @@ public object FfiConverterTypeClientSetup: FfiConverterRustBuffer<ClientSetup> {
     override fun read(buf: ByteBuffer): ClientSetup {
         return ClientSetup(
             FfiConverterString.read(buf),
-            FfiConverterOptionalTypeInjectCapabilities.read(buf),
+            FfiConverterByteArray.read(buf),
             FfiConverterUShort.read(buf),
-            FfiConverterOptionalTypeSteerFallback.read(buf),
+            FfiConverterByteArray.read(buf),
         )
     }
 
     override fun allocationSize(value: ClientSetup) = (
             FfiConverterString.allocationSize(value.`session`) +
-            FfiConverterOptionalTypeInjectCapabilities.allocationSize(value.`capabilities`) +
+            FfiConverterByteArray.allocationSize(value.`capabilities`) +
             FfiConverterUShort.allocationSize(value.`protocolVersion`) +
-            FfiConverterOptionalTypeSteerFallback.allocationSize(value.`steerFallback`)
+            FfiConverterByteArray.allocationSize(value.`steerFallback`)
     )
 
     override fun write(value: ClientSetup, buf: ByteBuffer) {
             FfiConverterString.write(value.`session`, buf)
-            FfiConverterOptionalTypeInjectCapabilities.write(value.`capabilities`, buf)
+            FfiConverterByteArray.write(value.`capabilities`, buf)
             FfiConverterUShort.write(value.`protocolVersion`, buf)
-            FfiConverterOptionalTypeSteerFallback.write(value.`steerFallback`, buf)
+            FfiConverterByteArray.write(value.`steerFallback`, buf)
     }
 }
 
@@ -1882,9 +1871,12 @@ public object FfiConverterTypeClientSetup: FfiConverterRustBuffer<ClientSetup> {
  * A connection of an agent-side vector's setup.
  */
 data class SetupConnection (
-    var `id`: ConnId
+    var `id`: kotlin.String
     , 
-    var `role`: ConnectionRole
+    /**
+     * A `ConnectionRole`, encoded.
+     */
+    var `role`: kotlin.ByteArray
     
 ){
     
@@ -1901,32 +1893,32 @@ data class SetupConnection (
 public object FfiConverterTypeSetupConnection: FfiConverterRustBuffer<SetupConnection> {
     override fun read(buf: ByteBuffer): SetupConnection {
         return SetupConnection(
-            FfiConverterTypeConnId.read(buf),
-            FfiConverterTypeConnectionRole.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterByteArray.read(buf),
         )
     }
 
     override fun allocationSize(value: SetupConnection) = (
-            FfiConverterTypeConnId.allocationSize(value.`id`) +
-            FfiConverterTypeConnectionRole.allocationSize(value.`role`)
+            FfiConverterString.allocationSize(value.`id`) +
+            FfiConverterByteArray.allocationSize(value.`role`)
     )
 
     override fun write(value: SetupConnection, buf: ByteBuffer) {
-            FfiConverterTypeConnId.write(value.`id`, buf)
-            FfiConverterTypeConnectionRole.write(value.`role`, buf)
+            FfiConverterString.write(value.`id`, buf)
+            FfiConverterByteArray.write(value.`role`, buf)
     }
 }
 
 
 
 /**
- * A call of the client API.
+ * A call of the client API (content: a list of `ContentBlock`, mode: an `InjectMode`, encoded).
  */
 sealed class ClientCall {
     
     data class Prompt(
         val `session`: kotlin.String, 
-        val `content`: List<dev.acpinject.ContentBlock>) : ClientCall()
+        val `content`: kotlin.ByteArray) : ClientCall()
         
     {
         
@@ -1936,8 +1928,8 @@ sealed class ClientCall {
     
     data class Inject(
         val `session`: kotlin.String, 
-        val `mode`: dev.acpinject.InjectMode, 
-        val `content`: List<dev.acpinject.ContentBlock>) : ClientCall()
+        val `mode`: kotlin.ByteArray, 
+        val `content`: kotlin.ByteArray) : ClientCall()
         
     {
         
@@ -1958,7 +1950,7 @@ sealed class ClientCall {
     data class Replace(
         val `session`: kotlin.String, 
         val `messageId`: kotlin.String, 
-        val `content`: List<dev.acpinject.ContentBlock>) : ClientCall()
+        val `content`: kotlin.ByteArray) : ClientCall()
         
     {
         
@@ -2022,12 +2014,12 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
         return when(buf.getInt()) {
             1 -> ClientCall.Prompt(
                 FfiConverterString.read(buf),
-                FfiConverterSequenceTypeContentBlock.read(buf),
+                FfiConverterByteArray.read(buf),
                 )
             2 -> ClientCall.Inject(
                 FfiConverterString.read(buf),
-                FfiConverterTypeInjectMode.read(buf),
-                FfiConverterSequenceTypeContentBlock.read(buf),
+                FfiConverterByteArray.read(buf),
+                FfiConverterByteArray.read(buf),
                 )
             3 -> ClientCall.Revoke(
                 FfiConverterString.read(buf),
@@ -2036,7 +2028,7 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
             4 -> ClientCall.Replace(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
-                FfiConverterSequenceTypeContentBlock.read(buf),
+                FfiConverterByteArray.read(buf),
                 )
             5 -> ClientCall.Cancel(
                 FfiConverterString.read(buf),
@@ -2062,7 +2054,7 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
             (
                 4UL
                 + FfiConverterString.allocationSize(value.`session`)
-                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
+                + FfiConverterByteArray.allocationSize(value.`content`)
             )
         }
         is ClientCall.Inject -> {
@@ -2070,8 +2062,8 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
             (
                 4UL
                 + FfiConverterString.allocationSize(value.`session`)
-                + FfiConverterTypeInjectMode.allocationSize(value.`mode`)
-                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
+                + FfiConverterByteArray.allocationSize(value.`mode`)
+                + FfiConverterByteArray.allocationSize(value.`content`)
             )
         }
         is ClientCall.Revoke -> {
@@ -2088,7 +2080,7 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
                 4UL
                 + FfiConverterString.allocationSize(value.`session`)
                 + FfiConverterString.allocationSize(value.`messageId`)
-                + FfiConverterSequenceTypeContentBlock.allocationSize(value.`content`)
+                + FfiConverterByteArray.allocationSize(value.`content`)
             )
         }
         is ClientCall.Cancel -> {
@@ -2128,14 +2120,14 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
             is ClientCall.Prompt -> {
                 buf.putInt(1)
                 FfiConverterString.write(value.`session`, buf)
-                FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+                FfiConverterByteArray.write(value.`content`, buf)
                 Unit
             }
             is ClientCall.Inject -> {
                 buf.putInt(2)
                 FfiConverterString.write(value.`session`, buf)
-                FfiConverterTypeInjectMode.write(value.`mode`, buf)
-                FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+                FfiConverterByteArray.write(value.`mode`, buf)
+                FfiConverterByteArray.write(value.`content`, buf)
                 Unit
             }
             is ClientCall.Revoke -> {
@@ -2148,7 +2140,7 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
                 buf.putInt(4)
                 FfiConverterString.write(value.`session`, buf)
                 FfiConverterString.write(value.`messageId`, buf)
-                FfiConverterSequenceTypeContentBlock.write(value.`content`, buf)
+                FfiConverterByteArray.write(value.`content`, buf)
                 Unit
             }
             is ClientCall.Cancel -> {
@@ -2182,12 +2174,12 @@ public object FfiConverterTypeClientCall : FfiConverterRustBuffer<ClientCall>{
 
 
 /**
- * What a conformance driver must do next.
+ * What a conformance driver must do next (event: a `RuntimeEvent`, encoded).
  */
 sealed class Instruction {
     
     data class ClientLine(
-        val `connection`: dev.acpinject.ConnId, 
+        val `connection`: kotlin.String, 
         val `line`: kotlin.String) : Instruction()
         
     {
@@ -2198,7 +2190,7 @@ sealed class Instruction {
     
     data class Runtime(
         val `session`: kotlin.String, 
-        val `event`: dev.acpinject.RuntimeEvent) : Instruction()
+        val `event`: kotlin.ByteArray) : Instruction()
         
     {
         
@@ -2219,7 +2211,7 @@ sealed class Instruction {
     }
     
     data class Call(
-        val v1: dev.acpinject.conformance.ClientCall) : Instruction()
+        val `call`: dev.acpinject.conformance.ClientCall) : Instruction()
         
     {
         
@@ -2275,12 +2267,12 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
     override fun read(buf: ByteBuffer): Instruction {
         return when(buf.getInt()) {
             1 -> Instruction.ClientLine(
-                FfiConverterTypeConnId.read(buf),
+                FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 )
             2 -> Instruction.Runtime(
                 FfiConverterString.read(buf),
-                FfiConverterTypeRuntimeEvent.read(buf),
+                FfiConverterByteArray.read(buf),
                 )
             3 -> Instruction.Expect
             4 -> Instruction.ExpectHistory(
@@ -2309,7 +2301,7 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterTypeConnId.allocationSize(value.`connection`)
+                + FfiConverterString.allocationSize(value.`connection`)
                 + FfiConverterString.allocationSize(value.`line`)
             )
         }
@@ -2318,7 +2310,7 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
             (
                 4UL
                 + FfiConverterString.allocationSize(value.`session`)
-                + FfiConverterTypeRuntimeEvent.allocationSize(value.`event`)
+                + FfiConverterByteArray.allocationSize(value.`event`)
             )
         }
         is Instruction.Expect -> {
@@ -2338,7 +2330,7 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterTypeClientCall.allocationSize(value.v1)
+                + FfiConverterTypeClientCall.allocationSize(value.`call`)
             )
         }
         is Instruction.Receive -> {
@@ -2375,14 +2367,14 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
         when(value) {
             is Instruction.ClientLine -> {
                 buf.putInt(1)
-                FfiConverterTypeConnId.write(value.`connection`, buf)
+                FfiConverterString.write(value.`connection`, buf)
                 FfiConverterString.write(value.`line`, buf)
                 Unit
             }
             is Instruction.Runtime -> {
                 buf.putInt(2)
                 FfiConverterString.write(value.`session`, buf)
-                FfiConverterTypeRuntimeEvent.write(value.`event`, buf)
+                FfiConverterByteArray.write(value.`event`, buf)
                 Unit
             }
             is Instruction.Expect -> {
@@ -2396,7 +2388,7 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
             }
             is Instruction.Call -> {
                 buf.putInt(5)
-                FfiConverterTypeClientCall.write(value.v1, buf)
+                FfiConverterTypeClientCall.write(value.`call`, buf)
                 Unit
             }
             is Instruction.Receive -> {
@@ -2468,70 +2460,6 @@ public object FfiConverterTypeSide: FfiConverterRustBuffer<Side> {
 /**
  * @suppress
  */
-public object FfiConverterOptionalTypeInjectCapabilities: FfiConverterRustBuffer<InjectCapabilities?> {
-    override fun read(buf: ByteBuffer): InjectCapabilities? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeInjectCapabilities.read(buf)
-    }
-
-    override fun allocationSize(value: InjectCapabilities?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeInjectCapabilities.allocationSize(value)
-        }
-    }
-
-    override fun write(value: InjectCapabilities?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeInjectCapabilities.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeMirrorSnapshot: FfiConverterRustBuffer<MirrorSnapshot?> {
-    override fun read(buf: ByteBuffer): MirrorSnapshot? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeMirrorSnapshot.read(buf)
-    }
-
-    override fun allocationSize(value: MirrorSnapshot?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeMirrorSnapshot.allocationSize(value)
-        }
-    }
-
-    override fun write(value: MirrorSnapshot?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeMirrorSnapshot.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
 public object FfiConverterOptionalTypeAgentSetup: FfiConverterRustBuffer<AgentSetup?> {
     override fun read(buf: ByteBuffer): AgentSetup? {
         if (buf.get().toInt() == 0) {
@@ -2586,134 +2514,6 @@ public object FfiConverterOptionalTypeClientSetup: FfiConverterRustBuffer<Client
         } else {
             buf.put(1)
             FfiConverterTypeClientSetup.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeCallRejected: FfiConverterRustBuffer<CallRejected?> {
-    override fun read(buf: ByteBuffer): CallRejected? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeCallRejected.read(buf)
-    }
-
-    override fun allocationSize(value: CallRejected?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeCallRejected.allocationSize(value)
-        }
-    }
-
-    override fun write(value: CallRejected?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeCallRejected.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeHostError: FfiConverterRustBuffer<HostError?> {
-    override fun read(buf: ByteBuffer): HostError? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeHostError.read(buf)
-    }
-
-    override fun allocationSize(value: HostError?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeHostError.allocationSize(value)
-        }
-    }
-
-    override fun write(value: HostError?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeHostError.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeItemStatus: FfiConverterRustBuffer<ItemStatus?> {
-    override fun read(buf: ByteBuffer): ItemStatus? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeItemStatus.read(buf)
-    }
-
-    override fun allocationSize(value: ItemStatus?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeItemStatus.allocationSize(value)
-        }
-    }
-
-    override fun write(value: ItemStatus?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeItemStatus.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterOptionalTypeSteerFallback: FfiConverterRustBuffer<SteerFallback?> {
-    override fun read(buf: ByteBuffer): SteerFallback? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterTypeSteerFallback.read(buf)
-    }
-
-    override fun allocationSize(value: SteerFallback?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterTypeSteerFallback.allocationSize(value)
-        }
-    }
-
-    override fun write(value: SteerFallback?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterTypeSteerFallback.write(value, buf)
         }
     }
 }
@@ -2812,219 +2612,49 @@ public object FfiConverterSequenceTypeSetupConnection: FfiConverterRustBuffer<Li
 /**
  * @suppress
  */
-public object FfiConverterSequenceTypeContentBlock: FfiConverterRustBuffer<List<ContentBlock>> {
-    override fun read(buf: ByteBuffer): List<ContentBlock> {
+public object FfiConverterMapStringSequenceString: FfiConverterRustBuffer<Map<kotlin.String, List<kotlin.String>>> {
+    override fun read(buf: ByteBuffer): Map<kotlin.String, List<kotlin.String>> {
         val len = buf.getInt()
-        return List<ContentBlock>(len) {
-            FfiConverterTypeContentBlock.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<ContentBlock>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeContentBlock.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<ContentBlock>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeContentBlock.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeEvent: FfiConverterRustBuffer<List<Event>> {
-    override fun read(buf: ByteBuffer): List<Event> {
-        val len = buf.getInt()
-        return List<Event>(len) {
-            FfiConverterTypeEvent.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<Event>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeEvent.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<Event>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeEvent.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeHistoryEntry: FfiConverterRustBuffer<List<HistoryEntry>> {
-    override fun read(buf: ByteBuffer): List<HistoryEntry> {
-        val len = buf.getInt()
-        return List<HistoryEntry>(len) {
-            FfiConverterTypeHistoryEntry.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<HistoryEntry>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeHistoryEntry.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<HistoryEntry>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeHistoryEntry.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeOutput: FfiConverterRustBuffer<List<Output>> {
-    override fun read(buf: ByteBuffer): List<Output> {
-        val len = buf.getInt()
-        return List<Output>(len) {
-            FfiConverterTypeOutput.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<Output>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeOutput.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<Output>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeOutput.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterSequenceTypeConnId: FfiConverterRustBuffer<List<ConnId>> {
-    override fun read(buf: ByteBuffer): List<ConnId> {
-        val len = buf.getInt()
-        return List<ConnId>(len) {
-            FfiConverterTypeConnId.read(buf)
-        }
-    }
-
-    override fun allocationSize(value: List<ConnId>): ULong {
-        val sizeForLength = 4UL
-        val sizeForItems = value.map { FfiConverterTypeConnId.allocationSize(it) }.sum()
-        return sizeForLength + sizeForItems
-    }
-
-    override fun write(value: List<ConnId>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        value.iterator().forEach {
-            FfiConverterTypeConnId.write(it, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
-public object FfiConverterMapStringSequenceTypeConnId: FfiConverterRustBuffer<Map<kotlin.String, List<ConnId>>> {
-    override fun read(buf: ByteBuffer): Map<kotlin.String, List<ConnId>> {
-        val len = buf.getInt()
-        return buildMap<kotlin.String, List<ConnId>>(len) {
+        return buildMap<kotlin.String, List<kotlin.String>>(len) {
             repeat(len) {
                 val k = FfiConverterString.read(buf)
-                val v = FfiConverterSequenceTypeConnId.read(buf)
+                val v = FfiConverterSequenceString.read(buf)
                 this[k] = v
             }
         }
     }
 
-    override fun allocationSize(value: Map<kotlin.String, List<ConnId>>): ULong {
+    override fun allocationSize(value: Map<kotlin.String, List<kotlin.String>>): ULong {
         val spaceForMapSize = 4UL
         val spaceForChildren = value.map { (k, v) ->
             FfiConverterString.allocationSize(k) +
-            FfiConverterSequenceTypeConnId.allocationSize(v)
+            FfiConverterSequenceString.allocationSize(v)
         }.sum()
         return spaceForMapSize + spaceForChildren
     }
 
-    override fun write(value: Map<kotlin.String, List<ConnId>>, buf: ByteBuffer) {
+    override fun write(value: Map<kotlin.String, List<kotlin.String>>, buf: ByteBuffer) {
         buf.putInt(value.size)
         // The parens on `(k, v)` here ensure we're calling the right method,
         // which is important for compatibility with older android devices.
         // Ref https://blog.danlew.net/2017/03/16/kotlin-puzzler-whose-line-is-it-anyways/
         value.forEach { (k, v) ->
             FfiConverterString.write(k, buf)
-            FfiConverterSequenceTypeConnId.write(v, buf)
+            FfiConverterSequenceString.write(v, buf)
         }
     }
 }
 
 
 
-
-
-
-
-
-
-object AcpExceptionExternalErrorHandler : UniffiRustCallStatusErrorHandler<AcpException> {
-    override fun lift(error_buf: RustBuffer.ByValue): AcpException =
-        dev.acpinject.AcpException.ErrorHandler.lift(
-            RustBufferAcpError.ByValue().apply {
+object FfiExceptionExternalErrorHandler : UniffiRustCallStatusErrorHandler<FfiException> {
+    override fun lift(error_buf: RustBuffer.ByValue): FfiException =
+        dev.acpinject.FfiException.ErrorHandler.lift(
+            RustBufferFfiError.ByValue().apply {
                 capacity = error_buf.capacity
                 len = error_buf.len
                 data = error_buf.data
             }
         )
 }
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 

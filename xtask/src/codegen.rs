@@ -87,6 +87,15 @@ pub const VALUES: &str = "spec/values.json";
 /// The encoders and decoders of the boundary encoding, compiled by the FFI crate (`mod generated_values`).
 pub const FFI_VALUES: &str = "crates/ffi/src/generated_values.rs";
 
+/// The Python package's value types (inside the package, beside the code using them).
+pub const PYTHON_VALUES: &str = "bindings/python/python/acp_inject/values.py";
+
+/// The Kotlin value types and their codec (a source root of bindings/kotlin).
+pub const KOTLIN_VALUES: &str = "generated/kotlin/dev/acpinject/Values.kt";
+
+/// The Swift value types and their codec (compiled into the `AcpInject` module).
+pub const SWIFT_VALUES: &str = "generated/swift/Values.swift";
+
 /// Everything that needs no UniFFI library build: the Rust wire types ([`RUST_WIRE`]), their
 /// boundary codec ([`FFI_VALUES`]), the protocol reference and the vector coverage
 /// (`generated/docs/`), the TypeScript package (`generated/typescript/`) and the Maven version
@@ -135,6 +144,12 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
         "// {PREAMBLE}\n// Source: {VALUES} and the wire types it reaches (codegen/src/values/rust.rs).\n\n//! The encoders and decoders of the boundary encoding (`crate::codec`), one per type of the value model.\n\n#![allow(missing_docs, clippy::all, unused_imports)]\n\n{codec}"
     );
     ensure_file_contents(&root.join(FFI_VALUES), &codec, mode, &mut stale)?;
+    let python = acp_inject_codegen::values::python::render(&model, PREAMBLE)?;
+    ensure_file_contents(&root.join(PYTHON_VALUES), &python, mode, &mut stale)?;
+    let kotlin = acp_inject_codegen::values::kotlin::render(&model, PREAMBLE)?;
+    ensure_file_contents(&root.join(KOTLIN_VALUES), &kotlin, mode, &mut stale)?;
+    let swift = acp_inject_codegen::values::swift::render(&model, PREAMBLE)?;
+    ensure_file_contents(&root.join(SWIFT_VALUES), &swift, mode, &mut stale)?;
 
     let examples = valid_examples(&root.join("spec/examples/valid"))?;
     let docs = acp_inject_codegen::docs::render(&schema, &examples)?;
@@ -166,12 +181,13 @@ pub const CONFORMANCE_PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp
 /// The generated files that live beside the code using them rather than in `generated/`:
 /// with `generated/`, what the tidy rule `every_generated_file_has_the_preamble` reads.
 #[cfg(test)]
-pub const BESIDE_CODE: [&str; 8] = [
+pub const BESIDE_CODE: [&str; 9] = [
     SCHEMA,
     SCHEMA_V1,
     RUST_WIRE_V1,
     RUST_WIRE,
     FFI_VALUES,
+    PYTHON_VALUES,
     PYTHON_STUB,
     CONFORMANCE_PYTHON_STUB,
     crate::versions::MAVEN_CONFIG,

@@ -28,8 +28,10 @@ use serde_json::Value;
 use crate::Error;
 
 mod described;
-
+pub mod kotlin;
+pub mod python;
 pub mod rust;
+pub mod swift;
 mod wire;
 
 /// The model: every type, wire types and described ones, in a stable order (described types

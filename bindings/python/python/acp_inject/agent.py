@@ -19,73 +19,66 @@ stdout carries the protocol: log to stderr.
 from __future__ import annotations
 
 import asyncio
-from typing import List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, List, Optional, Sequence, Tuple, cast
 
-from . import acp_inject_ffi as _ffi
-from .acp_inject_ffi import acp_inject_ffi as _raw  # the generated module itself (for names it does not export)
-from .acp_inject_ffi import (
+from ._core import default_agent_config
+from ._errors import acall, call, to_ffi
+from .acp_inject_ffi import acp_inject_ffi as _ffi
+from .content import text
+from .values import (
     AgentConfig,
-    AgentInfo,
-    AgentRuntime,
     BreakPoint,
-    ContentBlock,
     PendingInject,
     PermissionOption,
-    PlanEntry,
+    PermissionOptionKind,
     RequestPermissionOutcome,
+    SelectedPermissionOutcome,
     SessionSetup,
     SessionUpdate,
+    SteerInStream,
+    StopReason,
     ToolCallContent,
     ToolCallContentBlock,
+    ToolCallStatus,
     ToolCallUpdate,
-    TurnContext,
+    ToolKind,
     TurnEnd,
-    Usage,
     UserInput,
+    decode,
+    encode,
 )
-from .enums import PermissionOptionKind, StopReason, ToolCallStatus, ToolKind
-from ._errors import checked_methods
-from .content import text
-
-# Ids are plain strings on the wire and in Python.
-MessageId = str
-PermissionOptionId = str
-ToolCallId = str
 
 
-@checked_methods
 class Turn:
     """One running turn: what the agent says and does, and what the user sends meanwhile."""
 
-    def __init__(self, ctx: TurnContext) -> None:
+    def __init__(self, ctx: Any) -> None:
         self._ctx = ctx
-        self._message: Optional[MessageId] = None
+        self._message: Optional[str] = None
 
     @property
     def session_id(self) -> str:
         """The session."""
-        return self._ctx.session_id()
+        return str(self._ctx.session_id())
 
     @property
     def cwd(self) -> str:
         """The session's working directory."""
-        return self._ctx.cwd()
+        return str(self._ctx.cwd())
 
-    def new_message(self) -> MessageId:
+    def new_message(self) -> str:
         """Starts a new agent message; :meth:`say` then streams into it."""
-        self._message = self._ctx.new_message_id()
+        self._message = str(self._ctx.new_message_id())
         return self._message
 
     def say(self, words: str) -> None:
         """Streams text into the current agent message (started on first use)."""
-        if self._message is None:
-            self.new_message()
-        assert self._message is not None
-        self._ctx.send_text(self._message, words)
+        message = self._message if self._message is not None else self.new_message()
+        call("Turn.say", self._ctx.send_text, message, words)
 
     def send(self, update: SessionUpdate) -> None:
         """Sends any of the agent's own updates (thoughts, plans, usage, session info, …)."""
-        self._ctx.send(update)
+        call("Turn.send", self._ctx.send, encode(update))
 
     def tool_call(
         self,
@@ -98,27 +91,26 @@ class Turn:
         """Reports a tool call (created or changed); ``output`` becomes its text content."""
         content: Optional[List[ToolCallContent]] = None
         if output is not None:
-            content = [ToolCallContent.CONTENT(ToolCallContentBlock(content=text(output)))]
-        update = ToolCallUpdate(tool_call_id=ToolCallId(tool_call_id), title=title, kind=kind, status=status, content=content)
-        self._ctx.send(SessionUpdate.TOOL_CALL_UPDATE(update))
+            content = [ToolCallContentBlock(content=text(output))]
+        self.send(ToolCallUpdate(tool_call_id=tool_call_id, title=title, kind=kind, status=status, content=content))
 
     def break_point(self, kind: BreakPoint = BreakPoint.TOOL_RESULT) -> List[UserInput]:
         """A safe point (a tool result, between model steps): steers sent meanwhile are
         delivered now and returned, for the model to read."""
-        return self._ctx.break_point(kind)
+        return decode(List[UserInput], call("Turn.break_point", self._ctx.break_point, encode(kind)))  # type: ignore[no-any-return]
 
     def stream_started(self) -> None:
         """A model stream with no tool call pending began."""
-        self._ctx.stream_started()
+        call("Turn.stream_started", self._ctx.stream_started)
 
     def stream_finished(self) -> None:
         """That stream ended."""
-        self._ctx.stream_finished()
+        call("Turn.stream_finished", self._ctx.stream_finished)
 
     @property
     def cancelled(self) -> bool:
         """The user cancelled the turn: stop and return."""
-        return self._ctx.is_cancelled()
+        return bool(self._ctx.is_cancelled())
 
     async def wait_cancelled(self) -> None:
         """Returns when the user cancels the turn."""
@@ -127,7 +119,7 @@ class Turn:
     @property
     def interrupt_requested(self) -> bool:
         """A steer asked to cut the current model stream (``steerInStream: interrupt``)."""
-        return self._ctx.interrupt_requested()
+        return bool(self._ctx.interrupt_requested())
 
     async def sleep(self, seconds: float) -> bool:
         """Waits, unless the user cancels first; returns ``False`` when cancelled."""
@@ -152,16 +144,17 @@ class Turn:
         ``tool_call_id`` names the tool call the request is about (an ACP v1 client gets it as
         the request's ``toolCall``)."""
         opts = [
-            PermissionOption(option_id=PermissionOptionId(oid), name=name, kind=kind)
+            PermissionOption(option_id=oid, name=name, kind=kind)
             for oid, name, kind in (options or (("allow", "Allow", PermissionOptionKind.ALLOW_ONCE), ("reject", "Reject", PermissionOptionKind.REJECT_ONCE)))
         ]
-        outcome = await self._ctx.request_permission(title, None, opts, tool_call_id)
-        if isinstance(outcome, RequestPermissionOutcome.SELECTED):
-            return str(outcome[0].option_id)
+        answer = await acall("Turn.permission", self._ctx.request_permission, title, None, encode(opts), tool_call_id)
+        outcome: RequestPermissionOutcome = decode(RequestPermissionOutcome, answer)
+        if isinstance(outcome, SelectedPermissionOutcome):
+            return outcome.option_id
         return None
 
 
-class Agent(AgentRuntime):
+class Agent:
     """Subclass and implement :meth:`run`; the other hooks are optional."""
 
     async def run(self, turn: Turn, messages: List[UserInput]) -> Optional[TurnEnd]:
@@ -179,32 +172,57 @@ class Agent(AgentRuntime):
     async def closed(self, session_id: str, dropped: List[PendingInject]) -> None:
         """A session closed; ``dropped`` were pending and will never be delivered."""
 
-    # The runtime interface the library calls.
-    async def run_turn(self, turn: TurnContext, input: List[UserInput]) -> TurnEnd:
-        t = Turn(turn)
-        end = await self.run(t, input)
-        if end is not None:
-            return end
-        return TurnEnd(stop_reason=StopReason.CANCELLED if t.cancelled else StopReason.END_TURN, usage=None)
 
-    async def session_opened(self, session_id: str, setup: SessionSetup) -> None:
-        await self.opened(session_id, setup)
+class _Runtime(_ffi.AgentRuntime):  # type: ignore[misc]
+    """The runtime interface the library calls, over the author's :class:`Agent`: values come
+    in encoded and go back encoded; what the agent raises goes back as the library's error."""
 
-    async def session_resumed(self, session_id: str, setup: SessionSetup) -> None:
-        await self.resumed(session_id, setup)
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
 
-    async def session_closed(self, session_id: str, dropped: List[PendingInject]) -> None:
-        await self.closed(session_id, dropped)
+    async def run_turn(self, turn: Any, input: bytes) -> bytes:
+        try:
+            t = Turn(turn)
+            end = await self._agent.run(t, decode(List[UserInput], input))
+            if end is None:
+                end = TurnEnd(stop_reason=StopReason.CANCELLED if t.cancelled else StopReason.END_TURN)
+            return encode(end)
+        except Exception as e:
+            raise to_ffi(e) from e
+
+    async def session_opened(self, session_id: str, setup: bytes) -> None:
+        try:
+            await self._agent.opened(session_id, decode(SessionSetup, setup))
+        except Exception as e:
+            raise to_ffi(e) from e
+
+    async def session_resumed(self, session_id: str, setup: bytes) -> None:
+        try:
+            await self._agent.resumed(session_id, decode(SessionSetup, setup))
+        except Exception as e:
+            raise to_ffi(e) from e
+
+    async def session_closed(self, session_id: str, dropped: bytes) -> None:
+        try:
+            await self._agent.closed(session_id, decode(List[PendingInject], dropped))
+        except Exception as e:
+            raise to_ffi(e) from e
 
 
 def agent_config(name: str, version: str = "0.1.0", steer_in_stream: str = "finish") -> AgentConfig:
     """The default configuration (queue and steer, replace) under this agent's name."""
-    config = _ffi.default_agent_config()
-    config.info = AgentInfo(name=name, version=version)
+    config = default_agent_config(name, version)
     if steer_in_stream == "interrupt" and config.inject is not None:
-        config.inject.steer_in_stream = [_ffi.SteerInStream.INTERRUPT]
-        config.policy.steer_in_stream = _ffi.SteerInStream.INTERRUPT
+        import msgspec
+
+        inject = msgspec.structs.replace(config.inject, steer_in_stream=[SteerInStream.INTERRUPT])
+        policy = msgspec.structs.replace(config.policy, steer_in_stream=SteerInStream.INTERRUPT)
+        config = msgspec.structs.replace(config, inject=inject, policy=policy)
     return config
+
+
+def _server(agent: Agent, config: Optional[AgentConfig], store: Optional[str]) -> Any:
+    return call("AgentServer", _ffi.AgentServer, _Runtime(agent), encode(config or agent_config(type(agent).__name__)), store)
 
 
 async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store: Optional[str] = None) -> None:
@@ -213,17 +231,15 @@ async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store:
     PostgreSQL database several agent hosts share
     (``postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N``, each host its own ``NAME``)."""
     # The library calls the agent's async methods from its own threads: they run on this loop.
-    _raw.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
-    server = _ffi.AgentServer(agent, config or agent_config(type(agent).__name__), store)
-    await server.run_stdio()
+    _ffi.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
+    await acall("serve_stdio", _server(agent, config, store).run_stdio)
 
 
-@checked_methods
 class Listening:
     """An agent serving over the network (see :func:`listen`): its endpoint's ``url``, and
     :meth:`close` to stop."""
 
-    def __init__(self, server: _ffi.AgentServer, url: str) -> None:
+    def __init__(self, server: Any, url: str) -> None:
         self._server, self.url = server, url
 
     def __repr__(self) -> str:
@@ -232,7 +248,7 @@ class Listening:
     @property
     def sessions(self) -> List[str]:
         """The live sessions."""
-        return self._server.sessions()
+        return list(self._server.sessions())
 
     async def close(self) -> None:
         """Stops listening (every connection ends) and cancels the running turns."""
@@ -241,7 +257,7 @@ class Listening:
         finally:
             # The library no longer calls the agent: later calls run on whatever loop they
             # are awaited from (this one may be closed next).
-            _raw.uniffi_set_event_loop(None)  # type: ignore[arg-type]
+            _ffi.uniffi_set_event_loop(None)  # type: ignore[arg-type]
 
     async def __aenter__(self) -> "Listening":
         return self
@@ -269,12 +285,12 @@ async def listen(
     ``allowed_origins`` lists the browser origins that may call."""
     # The library calls the agent's async methods from its own threads: they run on this loop
     # while it listens (until `close`).
-    _raw.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
+    _ffi.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
     try:
-        server = _ffi.AgentServer(agent, config or agent_config(type(agent).__name__), store)
-        url = await server.listen(addr, token, list(allowed_origins))
+        server = _server(agent, config, store)
+        url = await acall("listen", server.listen, addr, token, list(allowed_origins))
     except BaseException:
-        _raw.uniffi_set_event_loop(None)  # type: ignore[arg-type]
+        _ffi.uniffi_set_event_loop(None)  # type: ignore[arg-type]
         raise
     return Listening(server, url)
 
@@ -302,7 +318,7 @@ def run_agent(
         listening = await _listen(agent, addr, config, store, token=token, allowed_origins=allowed_origins)
         print(listening.url, flush=True)
         try:
-            await listening._server.stopped()
+            await acall("run_agent", listening._server.stopped)
         finally:
             await listening.close()
 

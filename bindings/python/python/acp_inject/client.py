@@ -1,82 +1,91 @@
-"""The asyncio client: one connection to an agent process, many sessions on it.
+"""The asyncio client: one connection to an agent process (or endpoint), many sessions on it.
 
 The connection (ids, routing, the read loop, the agent's stderr and exit) runs in Rust; each
-call here is one ``await``, and a session's events arrive in batches, one per read from the
+call here is one ``await``, and a session's activity arrives in batches, one per read from the
 agent::
 
     async def allow_all(request: RequestPermissionRequest) -> str:
         return request.options[0].option_id
 
     async with connect(["my-agent", "--flag"], on_permission=allow_all) as agent:
-        session = await agent.new_session("/home/me/project")
+        session = await agent.new_session()
         turn = await session.prompt("fix the bug")
         await session.inject("and add a test", mode="steer")
-        async for update in turn:          # the turn's session/update values
-            ...
+        async for update in turn:          # the turn's updates
+            match update:
+                case AgentMessageChunk(content=TextContent(text=t)):
+                    print(t, end="")
         print(await turn.finished())       # its stop reason
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 from types import TracebackType
-from typing import Any, AsyncIterator, Awaitable, Callable, Generator, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Generator, List, Optional, Sequence, Set, Tuple, Type, Union
 
-from . import acp_inject_ffi as _ffi
-from .acp_inject_ffi import (
+import msgspec
+
+from ._errors import acall, call
+from .acp_inject_ffi import acp_inject_ffi as _ffi
+from .content import Content, blocks
+from .values import (
     AcpError,
     CancelledPermissionOutcome,
+    ConnectOptions,
+    IdleStateUpdate,
     Implementation,
     InitializeResponse,
     InjectCapabilities,
     InjectMode,
-    IdleStateUpdate,
     ItemStatus,
     McpServer,
     MirrorSnapshot,
     PendingItem,
+    PermissionRequested,
     RequestId,
     RequestPermissionOutcome,
     RequestPermissionRequest,
     SelectedPermissionOutcome,
     SessionActivity,
-    SessionEvent,
     SessionInfo,
+    SessionPage,
     SessionStatusResponse,
     SessionUpdate,
-    StateUpdate,
+    SteerFallback,
+    StopReason,
+    UserMessage,
+    decode,
+    encode,
 )
-from .enums import StopReason
-from ._errors import checked, checked_methods
-from .content import Content, blocks
-
-# Ids are plain strings on the wire and in Python.
-MessageId = str
-PermissionOptionId = str
-ToolCallId = str
-
-Mode = Union[InjectMode, str]
 
 #: Answers the agent's permission requests: given the request, the id of the option the user
 #: chose, or ``None`` to decline (the request is answered ``cancelled``).
-PermissionHandler = Callable[[RequestPermissionRequest], Awaitable[Optional[PermissionOptionId]]]
+PermissionHandler = Callable[[RequestPermissionRequest], Awaitable[Optional[str]]]
+
+_activities = msgspec.msgpack.Decoder(List[SessionActivity])
+_UPDATES = SessionUpdate.__args__  # type: ignore[attr-defined]
 
 
-def _mode(mode: Mode) -> InjectMode:
-    if isinstance(mode, InjectMode):
-        return mode
+def _mode(mode: Union[InjectMode, str]) -> InjectMode:
     try:
-        return InjectMode[mode.upper()]
-    except KeyError:
+        return InjectMode(mode)
+    except ValueError:
         raise ValueError(f"unknown inject mode {mode!r} (queue or steer)") from None
 
 
-@checked_methods
 class Session:
-    """A session open on a :class:`Client`."""
+    """A session open on a :class:`Client`.
 
-    def __init__(self, inner: _ffi.Session, on_permission: Optional[PermissionHandler] = None) -> None:
+    Its activity (:meth:`events`, :meth:`next_events`) is one flat stream of values: every
+    session update (``AgentMessageChunk``, ``ToolCallUpdate``, ``IdleStateUpdate`` when a turn
+    ends, …), this client's own items changing (``PendingItem``), violations (``Violation``),
+    permission requests (``PermissionRequested``, when no handler answers them), the session's
+    end (``SessionClosed``)."""
+
+    def __init__(self, inner: Any, on_permission: Optional[PermissionHandler] = None) -> None:
         self._inner = inner
         self._on_permission: Optional[PermissionHandler] = None
         # With a handler, one task reads the session's batches as they come (so a request is
@@ -85,13 +94,16 @@ class Session:
         self._reader: Optional["asyncio.Task[None]"] = None
         self._queue: "asyncio.Queue[Union[List[SessionActivity], BaseException]]" = asyncio.Queue()
         self._answering: Set["asyncio.Task[None]"] = set()
+        # Activities read and handed back (what followed a turn's end in its batch): the next
+        # read returns them first.
+        self._backlog: Deque[SessionActivity] = collections.deque()
         self.on_permission = on_permission
 
     @property
     def on_permission(self) -> Optional[PermissionHandler]:
         """Answers the agent's permission requests as they arrive, whether or not anything
-        reads the session's events (``None``: they are handed out as
-        ``SessionActivity.PERMISSION_REQUESTED`` activities for the caller to answer)."""
+        reads the session's events (``None``: they are handed out as ``PermissionRequested``
+        activities, to answer with :meth:`allow` or :meth:`answer_permission`)."""
         return self._on_permission
 
     @on_permission.setter
@@ -100,13 +112,16 @@ class Session:
         if handler is not None and self._reader is None:
             self._reader = asyncio.get_running_loop().create_task(self._read())
 
+    async def _read_batch(self) -> List[SessionActivity]:
+        return _activities.decode(await acall("Session.next_events", self._inner.next_events))
+
     async def _read(self) -> None:
         try:
             while True:
                 kept = []
-                for activity in await self._inner.next_events():
+                for activity in await self._read_batch():
                     handler = self._on_permission
-                    if handler is not None and isinstance(activity, SessionActivity.PERMISSION_REQUESTED):
+                    if handler is not None and isinstance(activity, PermissionRequested):
                         task = asyncio.get_running_loop().create_task(self._answer(activity.request, activity.params, handler))
                         self._answering.add(task)
                         task.add_done_callback(self._answering.discard)
@@ -123,68 +138,71 @@ class Session:
     @property
     def id(self) -> str:
         """The session's id."""
-        return self._inner.id()
+        return str(self._inner.id())
 
     async def prompt(self, content: Content) -> "PromptTurn":
         """``session/prompt``: returns once the message is inserted, with a handle on the turn
         it opens (:class:`PromptTurn`: its ``message_id``, ``None`` from an agent that answers
         ``{}``; iterate it for the turn's updates, ``await turn.finished()`` for its stop
         reason). During a turn an agent on this toolkit holds the prompt and inserts it when
-        the turn ends (so this returns then; ``AcpError.Protocol`` with code -32800 if it is
-        never inserted); an agent of an older draft may refuse it with reason
-        ``TURN_IN_PROGRESS``. :meth:`inject` says when a message mid-turn is delivered."""
-        return PromptTurn(self, await self._inner.prompt(blocks(content)))
+        the turn ends (so this returns then); :meth:`inject` says when a message mid-turn is
+        delivered."""
+        message_id = decode(Optional[str], await acall("Session.prompt", self._inner.prompt, encode(blocks(content))))
+        return PromptTurn(self, message_id)
 
-    async def inject(self, content: Content, mode: Mode = InjectMode.QUEUE) -> MessageId:
+    async def inject(self, content: Content, mode: Union[InjectMode, str] = InjectMode.QUEUE) -> str:
         """``session/inject`` (``queue`` by default, or ``steer``); returns the message's id.
         Raises ``AcpError.Rejected`` without sending when the agent does not offer the mode."""
-        return await self._inner.inject(_mode(mode), blocks(content))
+        return await acall("Session.inject", self._inner.inject, encode(_mode(mode)), encode(blocks(content)))
 
-    async def revoke(self, message_id: MessageId) -> None:
+    async def revoke(self, message_id: str) -> None:
         """``session/revoke_inject`` of one of this client's pending injects."""
-        await self._inner.revoke(message_id)
+        await acall("Session.revoke", self._inner.revoke, message_id)
 
-    async def replace(self, message_id: MessageId, content: Content) -> None:
+    async def replace(self, message_id: str, content: Content) -> None:
         """``session/replace_inject``: new content, same id, mode and position."""
-        await self._inner.replace(message_id, blocks(content))
+        await acall("Session.replace", self._inner.replace, message_id, encode(blocks(content)))
 
     def cancel(self) -> None:
         """``session/cancel``: the running turn ends ``cancelled``; pending injects survive."""
-        self._inner.cancel()
+        call("Session.cancel", self._inner.cancel)
 
     async def status(self) -> SessionStatusResponse:
         """``session/status``: ``status`` is ``SessionStatus.OPEN`` while the agent has the
         session in memory (``state`` is then its foreground state, a snapshot) or
         ``SessionStatus.SAVED`` when it can resume it; ``AcpError.Protocol`` (-32002) for a
         session the agent does not know."""
-        return await self._inner.status()
+        return decode(SessionStatusResponse, await acall("Session.status", self._inner.status))  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         """``session/close``."""
-        await self._inner.close()
+        await acall("Session.close", self._inner.close)
 
     def snapshot(self) -> MirrorSnapshot:
         """Everything a UI renders now: state, own pending items, transcript, violations."""
-        snap = self._inner.snapshot()
+        snap: Optional[MirrorSnapshot] = decode(Optional[MirrorSnapshot], call("Session.snapshot", self._inner.snapshot))
         if snap is None:
-            raise AcpError.InvalidInput(detail=f"session {self.id} is not open on this connection")
+            raise AcpError.InvalidInput(f"session {self.id} is not open on this connection")
         return snap
 
     def allow(self, request: RequestId, option_id: str) -> None:
         """Answers a permission request with the chosen option."""
-        outcome = RequestPermissionOutcome.SELECTED(SelectedPermissionOutcome(option_id=PermissionOptionId(option_id)))
-        self._inner.answer_permission(request, outcome)
+        self.answer_permission(request, SelectedPermissionOutcome(option_id=option_id))
 
     def answer_permission(self, request: RequestId, outcome: RequestPermissionOutcome) -> None:
         """Answers a permission request."""
-        self._inner.answer_permission(request, outcome)
+        call("Session.answer_permission", self._inner.answer_permission, encode(request), encode(outcome))
 
     async def next_events(self) -> List[SessionActivity]:
         """Waits for activity and returns all of it (one batch per read from the agent, or all
         the batches that came since the last call). With :attr:`on_permission` set,
         permission requests are answered by it and left out."""
+        if self._backlog:
+            taken = list(self._backlog)
+            self._backlog.clear()
+            return taken
         if self._reader is None:
-            return await self._inner.next_events()
+            return await self._read_batch()
         batches = [await self._queue.get()]
         while not self._queue.empty():
             batches.append(self._queue.get_nowait())
@@ -199,10 +217,14 @@ class Session:
             activities += batch
         return activities
 
+    def _unread(self, activities: Sequence[SessionActivity]) -> None:
+        """Hands ``activities`` back: the next read returns them first, in order."""
+        self._backlog.extendleft(reversed(activities))
+
     async def _answer(self, request: RequestId, params: RequestPermissionRequest, handler: PermissionHandler) -> None:
         chosen = await handler(params)
         if chosen is None:
-            self.answer_permission(request, RequestPermissionOutcome.CANCELLED(CancelledPermissionOutcome()))
+            self.answer_permission(request, CancelledPermissionOutcome())
         else:
             self.allow(request, chosen)
 
@@ -218,59 +240,27 @@ class Session:
                 yield activity
 
 
-def update_of(activity: SessionActivity) -> Optional[SessionUpdate]:
-    """The ``session/update`` an activity carries (a chunk, a tool call, a state update...),
-    or ``None`` when it carries something else."""
-    if isinstance(activity, SessionActivity.EVENT) and isinstance(activity[0], SessionEvent.UPDATE):
-        update: SessionUpdate = activity[0][0]
-        return update
-    return None
-
-
-def item_of(activity: SessionActivity) -> Optional[PendingItem]:
-    """One of this client's own messages (a prompt or an inject), when the activity is a change
-    of its status (``pending``, ``delivered``, ``revoked``...); else ``None``."""
-    if isinstance(activity, SessionActivity.EVENT) and isinstance(activity[0], SessionEvent.ITEM):
-        item: PendingItem = activity[0][0]
-        return item
-    return None
-
-
-def turn_ended(activity: SessionActivity) -> Optional[IdleStateUpdate]:
-    """The ``idle`` state update that ends a turn, when the activity is one (its
-    ``stop_reason``, ``usage`` and ``error`` say how the turn went); else ``None``."""
-    update = update_of(activity)
-    return _idle_of(update) if update is not None else None
-
-
-def _idle_of(update: SessionUpdate) -> Optional[IdleStateUpdate]:
-    """The ``idle`` state update, when ``update`` is one."""
-    if isinstance(update, SessionUpdate.STATE_UPDATE) and isinstance(update[0], StateUpdate.IDLE):
-        idle: IdleStateUpdate = update[0][0]
-        return idle
-    return None
-
-
 class PromptTurn:
     """The turn a :meth:`Session.prompt` opened: ``message_id`` is the prompt's id; ``async
-    for update in turn`` yields the session's updates (``SessionUpdate`` values: chunks, tool
-    calls, the user messages delivered into the turn, state updates) until the turn ends, and
-    ``await turn.finished()`` waits for its end and returns its ``StopReason``.
+    for update in turn`` yields the session's updates (chunks, tool calls, the user messages
+    delivered into the turn, state updates) until the turn ends, and ``await
+    turn.finished()`` waits for its end and returns its ``StopReason``.
 
     The turn starts when the agent delivers the prompt (its ``user_message``) and ends at the
-    next ``idle`` state after it; steers delivered at its break-points belong to it, a queued
-    message opens the next turn. Reading a turn consumes the session's event stream (as
-    :meth:`Session.events` does): use one or the other at a time. Permission requests are
-    answered by the session's ``on_permission`` handler (set it, or pass it to
-    :func:`connect`); without one a request in the turn raises ``AcpError.InvalidInput``."""
+    next ``IdleStateUpdate`` after it; steers delivered at its break-points belong to it, a
+    queued message opens the next turn. Reading a turn reads the session's event stream (as
+    :meth:`Session.events` does: use one or the other at a time); what follows the turn's end
+    stays in the stream for the next reader. Permission requests are answered by the session's
+    ``on_permission`` handler (set it, or pass it to :func:`connect`); without one a request in
+    the turn raises ``AcpError.InvalidInput``."""
 
-    def __init__(self, session: Session, message_id: Optional[MessageId]) -> None:
+    def __init__(self, session: Session, message_id: Optional[str]) -> None:
         self.session = session
         self.message_id = message_id
         self._delivered = False
         self._stop_reason: Optional[StopReason] = None
         self._ended = False
-        self._buffered: List[SessionUpdate] = []
+        self._buffered: Deque[SessionUpdate] = collections.deque()
 
     def __repr__(self) -> str:
         state = "ended" if self._ended else "running" if self._delivered else "waiting"
@@ -278,40 +268,43 @@ class PromptTurn:
 
     def _see(self, update: SessionUpdate) -> bool:
         """Follows the turn through one update; ``True`` when it belongs to the turn."""
-        if self._ended:
-            return False
-        if isinstance(update, SessionUpdate.USER_MESSAGE) and not self._delivered:
-            mine = self.message_id is None or update[0].message_id == self.message_id
+        if isinstance(update, UserMessage) and not self._delivered:
+            mine = self.message_id is None or update.message_id == self.message_id
             self._delivered = mine
             return mine
         if not self._delivered:
             return False
-        idle = _idle_of(update)
-        if idle is not None:
+        if isinstance(update, IdleStateUpdate):
             self._ended = True
-            self._stop_reason = idle.stop_reason
+            self._stop_reason = update.stop_reason
         return True
 
     async def _next_batch(self) -> List[SessionUpdate]:
         batch = await self.session.next_events()
-        updates = []
-        for activity in batch:
-            if isinstance(activity, SessionActivity.PERMISSION_REQUESTED):
+        updates: List[SessionUpdate] = []
+        for i, activity in enumerate(batch):
+            if isinstance(activity, PermissionRequested):
                 raise AcpError.InvalidInput(
-                    detail=f"the agent asks permission ({activity.params.title!r}) and session {self.session.id} has no on_permission handler"
+                    f"the agent asks permission ({activity.params.title!r}) and session {self.session.id} has no on_permission handler"
                 )
-            update, item = update_of(activity), item_of(activity)
-            if update is not None and self._see(update):
-                updates.append(update)
-            elif item is not None and not self._delivered:
+            if isinstance(activity, _UPDATES):
+                if self._see(activity):
+                    updates.append(activity)
+                    if self._ended:
+                        # What follows the end belongs to the session's stream.
+                        self.session._unread(batch[i + 1 :])
+                        return updates
+            elif isinstance(activity, PendingItem) and not self._delivered:
                 # An agent that echoes no user_message (ACP v1: the prompt's delivery is its
                 # sending) still delivers the item.
-                self._delivered = item.status == ItemStatus.DELIVERED and self.message_id is not None and item.message_id == self.message_id
+                self._delivered = (
+                    activity.status == ItemStatus.DELIVERED and self.message_id is not None and activity.message_id == self.message_id
+                )
         return updates
 
     async def __aiter__(self) -> AsyncIterator[SessionUpdate]:
         while self._buffered:
-            yield self._buffered.pop(0)
+            yield self._buffered.popleft()
         while not self._ended:
             for update in await self._next_batch():
                 yield update
@@ -319,7 +312,7 @@ class PromptTurn:
     async def finished(self) -> Optional[StopReason]:
         """Waits until the turn ends; its stop reason (``None`` if the agent gave none)."""
         while not self._ended:
-            self._buffered += await self._next_batch()
+            self._buffered.extend(await self._next_batch())
         return self._stop_reason
 
     @property
@@ -328,19 +321,21 @@ class PromptTurn:
         return self._ended
 
 
-@checked_methods
 class Client:
-    """A connection to one agent process (see :func:`connect`)."""
+    """A connection to one agent (see :func:`connect`)."""
 
-    def __init__(self, inner: _ffi.Connection, on_permission: Optional[PermissionHandler] = None) -> None:
+    def __init__(self, inner: Any, on_permission: Optional[PermissionHandler] = None) -> None:
         self._inner = inner
+        self._agent: Optional[InitializeResponse] = None
         #: Given to every session this client opens (see :attr:`Session.on_permission`).
         self.on_permission = on_permission
 
     @property
     def agent(self) -> InitializeResponse:
         """The agent's ``initialize`` answer: version, identity, capabilities."""
-        return self._inner.agent()
+        if self._agent is None:
+            self._agent = decode(InitializeResponse, call("Connection.agent", self._inner.agent))
+        return self._agent
 
     @property
     def inject(self) -> Optional[InjectCapabilities]:
@@ -352,33 +347,34 @@ class Client:
     async def new_session(
         self, cwd: Optional[str] = None, additional_directories: Sequence[str] = (), mcp_servers: Sequence[McpServer] = ()
     ) -> Session:
-        """``session/new``, in ``cwd`` (an absolute path; the current directory by default)."""
+        """``session/new``, in ``cwd`` (the current directory by default)."""
         where = os.path.abspath(cwd) if cwd is not None else os.getcwd()
-        return Session(await self._inner.new_session(where, list(additional_directories), list(mcp_servers)), self.on_permission)
+        inner = await acall("Connection.new_session", self._inner.new_session, where, list(additional_directories), encode(list(mcp_servers)))
+        return Session(inner, self.on_permission)
 
-    async def list_sessions(self, cwd: Optional[str] = None, cursor: Optional[str] = None) -> Tuple[List[SessionInfo], Optional[str]]:
-        """``session/list``: one page, and the cursor of the next (``None`` at the end)."""
-        page = await self._inner.list_sessions(cwd, cursor)
-        return page.sessions, page.next_cursor
+    async def list_sessions(self, cwd: Optional[str] = None, cursor: Optional[str] = None) -> SessionPage:
+        """``session/list``: one page (``sessions``, and ``next_cursor``: ``None`` at the end)."""
+        return decode(SessionPage, await acall("Connection.list_sessions", self._inner.list_sessions, cwd, cursor))  # type: ignore[no-any-return]
 
     def sessions(self, cwd: Optional[str] = None) -> "SessionList":
-        """Every session the agent knows, newest first, page after page: ``await
+        """Every session the agent knows, most recently active first, page after page: ``await
         client.sessions()`` gives the list, ``async for info in client.sessions()`` reads it
         as the pages come."""
         return SessionList(self, cwd)
 
-    async def resume(self, session_id: str, cwd: str, replay: bool = True) -> Session:
+    async def resume(self, session_id: str, cwd: Optional[str] = None, replay: bool = True) -> Session:
         """``session/resume``; with ``replay`` the conversation is replayed into the session
         (its transcript and event stream) before this returns."""
-        return Session(await self._inner.resume(session_id, cwd, replay), self.on_permission)
+        where = os.path.abspath(cwd) if cwd is not None else os.getcwd()
+        return Session(await acall("Connection.resume", self._inner.resume, session_id, where, replay), self.on_permission)
 
     async def close(self) -> None:
         """Closes the connection: the agent's stdin closes, it may exit, else it is killed."""
-        await self._inner.close()
+        await acall("Connection.close", self._inner.close)
 
     def ignored(self) -> List[str]:
         """Agent lines the connection could not use, most recent last."""
-        return self._inner.ignored()
+        return call("Connection.ignored", self._inner.ignored)
 
     async def __aenter__(self) -> "Client":
         return self
@@ -397,9 +393,10 @@ class SessionList:
     async def __aiter__(self) -> AsyncIterator[SessionInfo]:
         cursor: Optional[str] = None
         while True:
-            page, cursor = await self._client.list_sessions(self._cwd, cursor)
-            for info in page:
+            page = await self._client.list_sessions(self._cwd, cursor)
+            for info in page.sessions:
                 yield info
+            cursor = page.next_cursor
             if cursor is None:
                 return
 
@@ -410,27 +407,23 @@ class SessionList:
         return self._all().__await__()
 
 
-_checked_connect = checked(_ffi.connect, "connect")
-_checked_connect_url = checked(_ffi.connect_url, "connect")
-
-
 class _Connecting:
     """The awaitable and async context manager :func:`connect` returns."""
 
-    def __init__(
-        self, target: Union[str, Sequence[str]], options: _ffi.ConnectOptions, token: Optional[str], on_permission: Optional[PermissionHandler]
-    ) -> None:
+    def __init__(self, target: Union[str, Sequence[str]], options: ConnectOptions, token: Optional[str], on_permission: Optional[PermissionHandler]) -> None:
         self._target, self._options, self._token, self._on_permission = target, options, token, on_permission
         self._client: Optional[Client] = None
 
-    def __await__(self):  # type: ignore[no-untyped-def]
+    def __await__(self) -> Generator[Any, None, Client]:
         return self._open().__await__()
 
     async def _open(self) -> Client:
+        options = encode(self._options)
         if isinstance(self._target, str):
-            self._client = Client(await _checked_connect_url(self._target, self._token, self._options), self._on_permission)
+            inner = await acall("connect", _ffi.connect_url, self._target, self._token, options)
         else:
-            self._client = Client(await _checked_connect(list(self._target), self._options), self._on_permission)
+            inner = await acall("connect", _ffi.connect, list(self._target), options)
+        self._client = Client(inner, self._on_permission)
         return self._client
 
     async def __aenter__(self) -> Client:
@@ -450,7 +443,7 @@ def connect(
     pending_updates: bool = True,
     forward_stderr: bool = True,
     handshake_timeout: float = 30.0,
-    steer_fallback: Optional[_ffi.SteerFallback] = None,
+    steer_fallback: Optional[SteerFallback] = None,
     on_permission: Optional[PermissionHandler] = None,
 ) -> _Connecting:
     """Connects to an agent: ``target`` is a command (a list: program and arguments) to start
@@ -468,19 +461,29 @@ def connect(
     no injects (every v1 agent), queued messages are held by this client and sent as prompts
     when the turn ends; ``steer_fallback`` says what a steer does then
     (``SteerFallback.QUEUE`` or ``SteerFallback.CANCEL_AND_RESEND``; ``None`` raises
-    ``AcpError.Rejected(CallRejected.STEER_NOT_SUPPORTED)``).
+    ``AcpError.Rejected`` with reason ``CallRejected.STEER_NOT_SUPPORTED``).
 
     ``on_permission`` answers the agent's permission requests in every session of the client
     (see :data:`PermissionHandler`); without it they arrive as activities to answer with
     :meth:`Session.allow`."""
-    options = _ffi.default_connect_options()
-    options.client = Implementation(name=name, version=version)
-    options.pending_updates = pending_updates
-    options.forward_stderr = forward_stderr
-    options.handshake_timeout_ms = int(handshake_timeout * 1000)
-    options.steer_fallback = steer_fallback
     if isinstance(target, str) and "://" not in target:
         raise TypeError(f"connect({target!r}): a command is a list (program and arguments); a string is a URL such as ws://host:port/acp")
     if token is not None and not isinstance(target, str):
         raise TypeError("connect(token=...): a token is for a URL; a command's credentials are its own")
+    options = ConnectOptions(
+        client=Implementation(name=name, version=version),
+        pending_updates=pending_updates,
+        forward_stderr=forward_stderr,
+        handshake_timeout_ms=int(handshake_timeout * 1000),
+        steer_fallback=steer_fallback,
+    )
     return _Connecting(target, options, token, on_permission)
+
+
+def turn_ended(activity: SessionActivity) -> Optional[IdleStateUpdate]:
+    """The ``IdleStateUpdate`` that ends a turn, when ``activity`` is one (its ``stop_reason``,
+    ``usage`` and ``error`` say how the turn went); else ``None``."""
+    return activity if isinstance(activity, IdleStateUpdate) else None
+
+
+__all__: Tuple[str, ...] = ("Client", "PermissionHandler", "PromptTurn", "Session", "SessionList", "connect", "turn_ended")

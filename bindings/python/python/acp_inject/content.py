@@ -4,28 +4,33 @@ from __future__ import annotations
 
 from typing import Iterable, List, Sequence, Union
 
-from .acp_inject_ffi import ContentBlock, TextContent
+from .values import ContentBlock, TextContent
 
-#: What the calls that take content accept: a string (one text block) or content blocks.
+#: What the calls that take content accept: a string (one text block), a block, or blocks.
 Content = Union[str, ContentBlock, Sequence[ContentBlock]]
 
+_BLOCKS = ContentBlock.__args__  # type: ignore[attr-defined]
 
-def text(value: str) -> ContentBlock:
+
+def text(value: str) -> TextContent:
     """A text content block."""
-    return ContentBlock.TEXT(TextContent(text=value))
+    return TextContent(text=value)
 
 
 def blocks(content: Content) -> List[ContentBlock]:
     """``content`` as a list of blocks (a string becomes one text block)."""
     if isinstance(content, str):
-        return [text(content)]
-    if isinstance(content, ContentBlock):
+        return [TextContent(text=content)]
+    if isinstance(content, _BLOCKS):
         return [content]
     return list(content)
 
 
-def text_of(content: Union[ContentBlock, Iterable[ContentBlock]]) -> str:
-    """The text of a block, or of a list's text blocks joined (other blocks are skipped)."""
-    if isinstance(content, ContentBlock):
-        content = [content]
-    return "".join(b[0].text for b in content if isinstance(b, ContentBlock.TEXT))
+def text_of(content: Union[ContentBlock, Iterable[ContentBlock], None]) -> str:
+    """The text of a block, or of a list's text blocks joined (other blocks are skipped);
+    ``""`` for ``None``."""
+    if content is None:
+        return ""
+    if isinstance(content, _BLOCKS):
+        return content.text if isinstance(content, TextContent) else ""
+    return "".join(b.text for b in content if isinstance(b, TextContent))

@@ -1,6 +1,6 @@
 //! `cargo xtask codegen [--check]`: writes every generated artifact: into `generated/`, and the
 //! few that must sit beside the code using them (the wire crate's and the FFI crate's Rust
-//! sources, the Python package's stubs, the Kotlin package's `.mvn/maven.config`),
+//! sources, the Python package's value types, the Kotlin package's `.mvn/maven.config`),
 //! each named or marked as generated in its first lines. Nothing generated edits a hand-written
 //! file.
 //!
@@ -171,25 +171,17 @@ pub fn generate(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     Ok(stale)
 }
 
-/// Where the Python type stub of the generated module lives (inside the package).
-pub const PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi.pyi";
-
-/// The type stub of the test-only conformance component's Python module (beside the shipped
-/// stub, for the tests' type check; `bindings/python/pyproject.toml` keeps it out of the wheel).
-pub const CONFORMANCE_PYTHON_STUB: &str = "bindings/python/python/acp_inject/acp_inject_ffi/acp_inject_ffi_conformance.pyi";
 
 /// The generated files that live beside the code using them rather than in `generated/`:
 /// with `generated/`, what the tidy rule `every_generated_file_has_the_preamble` reads.
 #[cfg(test)]
-pub const BESIDE_CODE: [&str; 9] = [
+pub const BESIDE_CODE: [&str; 7] = [
     SCHEMA,
     SCHEMA_V1,
     RUST_WIRE_V1,
     RUST_WIRE,
     FFI_VALUES,
     PYTHON_VALUES,
-    PYTHON_STUB,
-    CONFORMANCE_PYTHON_STUB,
     crate::versions::MAVEN_CONFIG,
 ];
 
@@ -201,7 +193,7 @@ fn cdylib(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{}{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX))
 }
 
-/// The UniFFI bindings of `crates/ffi` for Python (plus a type stub), Kotlin and Swift, and
+/// The UniFFI bindings of `crates/ffi` for Python, Kotlin and Swift, and
 /// those of the test-only component `crates/ffi-conformance` (`generated/conformance/`).
 /// Builds both cdylibs and the pinned `uniffi-bindgen`, so it is kept out of the `#[test]`
 /// (which must not run cargo) and runs in `cargo xtask codegen [--check]`.
@@ -253,7 +245,7 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
             &out.join("from-test-library").join(language),
         )?;
     }
-    for file in ["python/acp_inject_ffi.py", "kotlin/dev/acpinject/acp_inject_ffi.kt"] {
+    for file in ["python/acp_inject_ffi.py", "kotlin/dev/acpinject/ffi/acp_inject_ffi.kt"] {
         if read(&out.join(file))? != read(&out.join("from-test-library").join(file))? {
             return Err(Error::msg(format!(
                 "the {file} binding generated from the test library ({}) differs from the shipped one ({}): \
@@ -263,18 +255,10 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
             )));
         }
     }
-    let python_tool = |script: &str, module: &Path| -> Result<String, Error> {
-        // The output goes to stdout: kept, not shown.
-        let ran = process::run(Command::new("python3").arg(root.join(script)).arg(module), Echo::StderrOnly)?.check()?;
-        Ok(ran.stdout)
-    };
-    let stub = python_tool("codegen/python/uniffi_stub.py", &out.join("python/acp_inject_ffi.py"))?;
-    let conformance_stub =
-        python_tool("codegen/python/uniffi_stub.py", &out.join("conformance/python/acp_inject_ffi_conformance.py"))?;
     let preamble = format!("{PREAMBLE} Source: crates/ffi via uniffi-bindgen 0.32.2.");
     let files: [(&str, &str, String); 5] = [
         ("python/acp_inject_ffi.py", "#", read(&out.join("python/acp_inject_ffi.py"))?),
-        ("kotlin/dev/acpinject/acp_inject_ffi.kt", "//", kotlin_fixups(&read(&out.join("kotlin/dev/acpinject/acp_inject_ffi.kt"))?)),
+        ("kotlin/dev/acpinject/ffi/acp_inject_ffi.kt", "//", kotlin_fixups(&read(&out.join("kotlin/dev/acpinject/ffi/acp_inject_ffi.kt"))?)),
         ("swift/AcpInjectFFI.swift", "//", read(&out.join("swift/AcpInjectFFI.swift"))?),
         ("swift/AcpInjectFFIFFI.h", "//", read(&out.join("swift/AcpInjectFFIFFI.h"))?),
         ("swift/module.modulemap", "//", read(&out.join("swift/AcpInjectFFIFFI.modulemap"))?),
@@ -284,26 +268,16 @@ pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
         let text = format!("{comment} {preamble}\n{text}");
         ensure_file_contents(&root.join("generated").join(path), &text, mode, &mut stale)?;
     }
-    // The type stub is written into the Python package itself, as a real file beside the module
-    // maturin generates there, so wheels and sdists carry it (PEP 561) with nothing outside the
-    // package to point at.
-    let stub = format!("# {preamble}\n{stub}");
-    ensure_file_contents(&root.join(PYTHON_STUB), &stub, mode, &mut stale)?;
-    stale.extend(conformance_bindings(
-        mode,
-        &out.join("conformance"),
-        &read(&out.join("swift/AcpInjectFFIFFI.modulemap"))?,
-        &conformance_stub,
-    )?);
+    stale.extend(conformance_bindings(mode, &out.join("conformance"), &read(&out.join("swift/AcpInjectFFIFFI.modulemap"))?)?);
     Ok(stale)
 }
 
 /// The test-only component's bindings, beside the shipped ones (`generated/conformance/`):
-/// the Python module (the test wheel generates its own; this copy is what the stub and the
-/// tests compare against), the Kotlin file (a test source root of bindings/kotlin), and the
+/// the Python module (the test wheel generates its own; this copy is what the tests compare
+/// against), the Kotlin file (a test source root of bindings/kotlin), and the
 /// Swift file and header, compiled into the development package's `AcpInjectFFI` module with a
 /// module map that holds both headers (UniFFI's Swift for two crates shares one module).
-fn conformance_bindings(mode: Mode, out: &Path, shipped_modulemap: &str, stub: &str) -> Result<Vec<PathBuf>, Error> {
+fn conformance_bindings(mode: Mode, out: &Path, shipped_modulemap: &str) -> Result<Vec<PathBuf>, Error> {
     let root = root();
     let preamble = format!("{PREAMBLE} Source: crates/ffi-conformance via uniffi-bindgen 0.32.2 (test-only, never shipped).");
     let header = "AcpInjectFFIConformanceFFI.h";
@@ -330,21 +304,42 @@ fn conformance_bindings(mode: Mode, out: &Path, shipped_modulemap: &str, stub: &
         let text = format!("{comment} {preamble}\n{text}");
         ensure_file_contents(&root.join("generated/conformance").join(path), &text, mode, &mut stale)?;
     }
-    // The stub names acp-inject-ffi's types through the module the generated code imports them
-    // from (`from . import acp_inject_ffi`), which the stub writer leaves out.
-    let (first, rest) = stub.split_once('\n').unwrap_or((stub, ""));
-    let stub = format!("# {preamble}\n{first}\nfrom . import acp_inject_ffi\n{rest}");
-    ensure_file_contents(&root.join(CONFORMANCE_PYTHON_STUB), &stub, mode, &mut stale)?;
     Ok(stale)
 }
 
 /// The Kotlin package of the generated binding (`crates/ffi/uniffi.toml`).
-const KOTLIN_PACKAGE: &str = "dev.acpinject";
+const KOTLIN_PACKAGE: &str = "dev.acpinject.ffi";
 
 /// What the Kotlin generator of uniffi-bindgen 0.32.2 needs after it: see
-/// [`qualify_kotlin_variant_fields`] and [`kotlin_data_objects`].
+/// [`qualify_kotlin_variant_fields`], [`kotlin_data_objects`] and [`kotlin_error_messages`].
 fn kotlin_fixups(text: &str) -> String {
-    kotlin_data_objects(&qualify_kotlin_variant_fields(text))
+    kotlin_error_messages(&kotlin_data_objects(&qualify_kotlin_variant_fields(text)))
+}
+
+/// An error variant with a field named `message` (`FfiError::Failed { message, error }`) is
+/// written with a `val message` beside the `override val message` getter every variant gets
+/// (`"message=…, error=…"`), which does not compile (conflicting declarations; the field hides
+/// `Throwable.message`). The field becomes the exception's message instead: `override val
+/// message`, and the getter goes.
+fn kotlin_error_messages(text: &str) -> String {
+    const FIELD: &str = "        val `message`: kotlin.String";
+    const GETTER: &str = "        override val message\n";
+    let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_owned).collect();
+    let mut i = 0;
+    while i + 1 < lines.len() {
+        if lines[i] == GETTER && lines[i + 1].contains("${ `message` }") {
+            // The field is in this variant's constructor, after its `class Name(` line.
+            let class = lines[..i].iter().rposition(|l| l.starts_with("    class "));
+            let field = lines[..i].iter().rposition(|l| l.starts_with(FIELD)).filter(|&f| class.is_some_and(|c| f > c));
+            if let Some(f) = field {
+                lines[f] = lines[f].replacen("        val ", "        override val ", 1);
+                lines.drain(i..i + 2);
+                continue;
+            }
+        }
+        i += 1;
+    }
+    lines.concat()
 }
 
 /// Fieldless variants are written `object Name : Enum()`, whose `toString()` is
@@ -449,10 +444,10 @@ mod tests {
     fn kotlin_variant_fields_named_like_their_variant_are_qualified() {
         let generated = "sealed class SessionUpdate {\n    data class UserMessage(\n        val v1: UserMessage) : SessionUpdate()\n    {\n    }\n    data class Plan(\n        val v1: PlanUpdate) : SessionUpdate()\n}\ndata class UserMessage (\n    var `messageId`: UserMessage\n)\n";
         let fixed = super::qualify_kotlin_variant_fields(generated);
-        assert!(fixed.contains("        val v1: dev.acpinject.UserMessage) : SessionUpdate()\n"), "{fixed}");
+        assert!(fixed.contains("        val v1: dev.acpinject.ffi.UserMessage) : SessionUpdate()\n"), "{fixed}");
         assert!(fixed.contains("        val v1: PlanUpdate) : SessionUpdate()\n"), "{fixed}");
         assert!(fixed.contains("    var `messageId`: UserMessage\n"), "records are left alone: {fixed}");
-        assert_eq!(fixed.len(), generated.len() + "dev.acpinject.".len());
+        assert_eq!(fixed.len(), generated.len() + "dev.acpinject.ffi.".len());
     }
 
     #[test]
@@ -462,6 +457,18 @@ mod tests {
         let fixed = super::kotlin_data_objects(generated);
         assert!(fixed.contains("\n    data object EndTurn : StopReason()\n"), "{fixed}");
         assert!(fixed.contains("    companion object\n") && fixed.contains("\nobject NoHandle\n"), "{fixed}");
+    }
+
+    #[test]
+    fn kotlin_error_fields_named_message_are_the_message() {
+        let generated = "    class Failed(\n        val `message`: kotlin.String, \n        val `error`: kotlin.ByteArray\n        ) : FfiException() {\n        override val message\n            get() = \"message=${ `message` }, error=${ `error` }\"\n    }\n";
+        let fixed = super::kotlin_error_messages(generated);
+        assert_eq!(
+            fixed,
+            "    class Failed(\n        override val `message`: kotlin.String, \n        val `error`: kotlin.ByteArray\n        ) : FfiException() {\n    }\n"
+        );
+        let other = "    class Failed(\n        val `detail`: kotlin.String\n        ) : E() {\n        override val message\n            get() = \"detail=${ `detail` }\"\n    }\n";
+        assert_eq!(super::kotlin_error_messages(other), other, "other errors are left alone");
     }
 
     /// The cheap half of `cargo xtask codegen --check`, in memory, in every `cargo test`: the

@@ -6,7 +6,7 @@ Both sides get the same lines, one at a time, as bytes (what a reader of the age
 gets from ``readline()``), and each call returns typed values:
 
 - ours: ``ClientCore.receive_line(line)`` applies the line to the client's state (routing, the
-  session's transcript and turn state) and returns its typed events (``Event.SESSION`` with the
+  session's transcript and turn state) and returns its typed events (``InSession`` with the
   typed ``SessionUpdate``) in one foreign call of the package's own C functions, the events
   coming back as JSON that ``json.loads`` turns into the generated classes through their public
   constructors; ``ClientCore.feed(line)`` (any chunk of bytes) takes the same path;
@@ -95,7 +95,7 @@ def main() -> None:
         SessionNotification.model_validate(json.loads(line)["params"])
     check = client()
     per_line = [check.receive_line(line) for line in lines]
-    assert all(len(e) == 1 and isinstance(e[0], Event.SESSION) for e in per_line) and check.ignored_lines() == 0
+    assert all(len(e) == 1 and isinstance(e[0], InSession) for e in per_line) and check.ignored_lines() == 0
     again = client()
     assert [again.feed(line) for line in lines] == per_line, "receive_line and feed disagree"
     sample = per_line[0]

@@ -7,14 +7,15 @@ resume and close are the library's.
 """
 
 import argparse
+import itertools
 
-from acp_inject import Agent, BreakPoint, ToolCallStatus, ToolKind, TurnEnd, StopReason, Usage, run_agent, text_of
-from acp_inject.agent import agent_config
+from acp_inject import Agent, BreakPoint, StopReason, ToolCallStatus, ToolKind, TurnEnd, Usage, agent_config, run_agent, text_of
 
 
 class ScriptedAgent(Agent):
     def __init__(self, delay: float) -> None:
         self.delay = delay
+        self.calls = itertools.count(1)               # tool-call ids unique across turns
 
     async def run(self, turn, messages):
         heard = [text_of(m.content) for m in messages]
@@ -24,7 +25,7 @@ class ScriptedAgent(Agent):
                 return None                       # cancelled: the library reports it
             turn.say(f"step {step} of my plan. ")
         for tool in (1, 2):
-            call = f"call_{turn.session_id}_{len(heard)}_{tool}"
+            call = f"call_{turn.session_id}_{next(self.calls)}"
             turn.tool_call(call, ToolCallStatus.PENDING, title=f"Run step {tool}", kind=ToolKind.EXECUTE)
             if tool == 2 and await turn.permission(f"Allow step {tool}?", tool_call_id=call) != "allow":
                 turn.tool_call(call, ToolCallStatus.FAILED)

@@ -50,18 +50,18 @@ async def allow(request: acp.RequestPermissionRequest) -> str:
 
 def show(name: str, activity: SessionActivity, session: acp.Session) -> None:
     """Prints what changed: a transcript line, a state, or the pending list."""
-    if acp.item_of(activity):  # one of our messages changed: show the pending list if it did
-        pending = [f"{p.mode.name.lower()}:{text_of(p.content)!r}" for p in session.snapshot().pending]
-        if _last_pending.get(name) != pending:
-            _last_pending[name] = pending
-            print(f"[{name}] pending now: {pending}", flush=True)
-    u = acp.update_of(activity)
-    if isinstance(u, acp.SessionUpdate.USER_MESSAGE):
-        _opening[name] = True
-        print(f"[{name}] user  {u[0].message_id}: {text_of(u[0].content.value) if hasattr(u[0].content, 'value') else ''}", flush=True)
-    elif isinstance(u, acp.SessionUpdate.STATE_UPDATE):
-        _opening[name] = False
-        print(f"[{name}] state {type(u[0]).__name__.split('.')[-1].lower()}", flush=True)
+    match activity:
+        case acp.PendingItem():  # one of our messages changed: show the pending list if it did
+            pending = [f"{p.mode}:{text_of(p.content)!r}" for p in session.snapshot().pending]
+            if _last_pending.get(name) != pending:
+                _last_pending[name] = pending
+                print(f"[{name}] pending now: {pending}", flush=True)
+        case acp.UserMessage(message_id=m, content=content):
+            _opening[name] = True
+            print(f"[{name}] user  {m}: {text_of(content or None)}", flush=True)
+        case acp.IdleStateUpdate() | acp.RunningStateUpdate() | acp.RequiresActionStateUpdate() | acp.UnknownStateUpdate():
+            _opening[name] = False
+            print(f"[{name}] state {type(activity).__name__.removesuffix('StateUpdate').lower()}", flush=True)
 
 
 async def until(name: str, session: acp.Session, done: Callable[[MirrorSnapshot], bool]) -> bool:
@@ -104,7 +104,7 @@ async def main(target: Union[str, List[str]]) -> int:
                 await a.inject("use auth_v2", mode="steer")
                 checks.expect(False, "a steer is refused when the agent cannot take input mid-turn")
             except acp.AcpError.Rejected as e:
-                checks.expect(isinstance(e.reason, acp.CallRejected.STEER_NOT_SUPPORTED), f"a steer is refused: {e.reason}")
+                checks.expect(e.reason == acp.CallRejected.STEER_NOT_SUPPORTED, f"a steer is refused: {e.reason}")
             await a.inject("then update the docs", mode="queue")
             gone = await a.inject("revoke me", mode="queue")
             await a.revoke(gone)
@@ -159,7 +159,7 @@ async def main(target: Union[str, List[str]]) -> int:
 
         print("\ntranscript of A:")
         for entry in a.snapshot().transcript:
-            print(f"  {entry.role.name.lower():7} {entry.message_id}: {text_of(entry.content)[:80]}")
+            print(f"  {entry.role:7} {entry.message_id}: {text_of(entry.content)[:80]}")
     print(f"\n{len(checks.failed)} check(s) failed" if checks.failed else "\nevery step behaved per the rules")
     return 1 if checks.failed else 0
 

@@ -20,19 +20,25 @@ import sys
 from typing import Dict, List, Optional
 
 from acp_inject import (
+    Action,
     AgentCore,
+    AgentMessageChunk,
+    CancelTurn,
     ConnectionRole,
+    Line,
     Output,
+    PermissionAnswered,
     PermissionAsk,
     PermissionOption,
     PermissionOptionKind,
-    RequestPermissionOutcome,
     RuntimeAction,
-    RuntimeEvent,
+    SelectedPermissionOutcome,
+    StartTurn,
     StopReason,
+    TextContent,
+    TurnEnd,
     default_agent_config,
 )
-from acp_inject.acp_inject_ffi import AgentMessageChunk, ContentBlock, SessionUpdate, TextContent
 
 CONNECTION = "stdio"
 
@@ -52,9 +58,9 @@ class Host:
         actions = []
         chunks = []
         for o in outputs:
-            if isinstance(o, Output.LINE) and CONNECTION in o.to:
+            if isinstance(o, Line) and CONNECTION in o.to:
                 chunks.append(o.line.encode() + b"\n")
-            elif isinstance(o, Output.ACTION):
+            elif isinstance(o, Action):
                 actions.append((o.session, o.action))
         if chunks:
             os.write(sys.stdout.fileno(), b"".join(chunks))
@@ -63,36 +69,36 @@ class Host:
 
     def say(self, session: str, text: str) -> None:
         message_id = self.core.mint_agent_message_id()
-        chunk = AgentMessageChunk(message_id=message_id, content=ContentBlock.TEXT(TextContent(text=text)))
-        self.write(self.core.runtime_event(session, RuntimeEvent.UPDATE(SessionUpdate.AGENT_MESSAGE_CHUNK(chunk))))
+        chunk = AgentMessageChunk(message_id=message_id, content=TextContent(text=text))
+        self.write(self.core.runtime_event(session, chunk))
 
     def end_turn(self, session: str, reason: StopReason) -> None:
-        self.write(self.core.runtime_event(session, RuntimeEvent.TURN_ENDED(stop_reason=reason, usage=None)))
+        self.write(self.core.runtime_event(session, TurnEnd(stop_reason=reason)))
 
     def act(self, session: str, action: RuntimeAction) -> None:
-        if isinstance(action, RuntimeAction.START_TURN):
+        if isinstance(action, StartTurn):
             self.say(session, "I would like to run the tests.")
             options = [
                 PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE),
                 PermissionOption(option_id="reject", name="Reject", kind=PermissionOptionKind.REJECT_ONCE),
             ]
-            ask = PermissionAsk(title="Run the tests?", description="runs `make test`", options=options, subject=None)
+            ask = PermissionAsk(title="Run the tests?", description="runs `make test`", options=options)
             asked = self.core.request_permission(session, ask)
             self.waiting[session] = str(asked.request_id)
             self.write(asked.outputs)
-        elif isinstance(action, RuntimeAction.PERMISSION_ANSWERED):
+        elif isinstance(action, PermissionAnswered):
             if self.waiting.get(session) != str(action.request_id):
                 return
             del self.waiting[session]
             outcome = action.outcome
-            chosen: Optional[str] = str(outcome[0].option_id) if isinstance(outcome, RequestPermissionOutcome.SELECTED) else None
+            chosen: Optional[str] = outcome.option_id if isinstance(outcome, SelectedPermissionOutcome) else None
             if chosen is None:
                 # Cancelled (the client cancelled the turn, or went away): the cancel action
                 # that follows ends the turn.
                 return
             self.say(session, "Tests passed." if chosen == "allow" else "Not running them.")
             self.end_turn(session, StopReason.END_TURN)
-        elif isinstance(action, RuntimeAction.CANCEL_TURN):
+        elif isinstance(action, CancelTurn):
             self.end_turn(session, StopReason.CANCELLED)
         # Session opened, resumed or closed, deliveries: nothing to set up in this example.
 

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import acp_inject
-from acp_inject.acp_inject_ffi import AcpError, AgentCore, ClientCore, Output
+from acp_inject import AcpError, AgentCore, AgentConfig, ClientCore, ConnectionRole, InjectCapabilities, Output, SteerFallback
+from acp_inject.values import CallRejected, ContentBlock, InjectMode, RuntimeEvent, decode, encode
 
 try:
     from acp_inject.acp_inject_ffi import acp_inject_ffi_conformance as _component
@@ -31,9 +31,33 @@ except ImportError as e:  # the shipped package: no conformance engine
         "the tests need the test package (the shipped one plus the conformance engine): "
         "`pip install bindings/python/test-package[test]`, which `cargo xtask test --stage python` runs"
     ) from e
-from acp_inject.acp_inject_ffi.acp_inject_ffi_conformance import ClientCall, Instruction, Side, VectorRun
+from acp_inject.acp_inject_ffi import acp_inject_ffi as _ffi
 
-__all__ = ["ClientCall", "Instruction", "Side", "VectorRun", "main", "run_text", "vector_files"]
+ClientCall = _component.ClientCall
+Instruction = _component.Instruction
+Side = _component.Side
+
+
+class VectorRun:
+    """The engine's ``VectorRun``, with its errors raised as ``AcpError`` and the values it takes
+    and gives in the package's own types (encoded and decoded by the package's codec)."""
+
+    def __init__(self, text: str) -> None:
+        self._run = self._call(_component.VectorRun, text)
+
+    @staticmethod
+    def _call(fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except _ffi.FfiError.Failed as e:
+            from acp_inject.values import decode_error
+
+            raise decode_error(e.error) from None
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._run, name)
+        return lambda *args: self._call(method, *args)
+
 
 def _attached(core: AgentCore) -> Dict[str, List[str]]:
     return {s: core.attached(s) for s in core.session_ids()}
@@ -42,10 +66,10 @@ def _attached(core: AgentCore) -> Dict[str, List[str]]:
 def _drive_agent(run: VectorRun) -> None:
     setup = run.agent_setup()
     assert setup is not None
-    core = AgentCore(setup.config)
+    core = AgentCore(decode(AgentConfig, setup.config))
     core.create_session(setup.session, setup.cwd)
     for c in setup.connections:
-        core.attach(c.id, c.role)
+        core.attach(c.id, decode(ConnectionRole, c.role))
         core.attach_to_session(c.id, setup.session)
     outputs: List[Output] = []
     while (step := run.next()) is not None:
@@ -53,29 +77,33 @@ def _drive_agent(run: VectorRun) -> None:
             outputs += core.handle_line(step.connection, step.line)
         elif isinstance(step, Instruction.RUNTIME):
             try:
-                outputs += core.runtime_event(step.session, step.event)
-                run.record_runtime_result(None)
+                outputs += core.runtime_event(step.session, decode(RuntimeEvent, step.event))
+                run.record_runtime_result(encode(None))
             except AcpError.Host as e:
-                run.record_runtime_result(e.error)
+                run.record_runtime_result(encode(e.error))
         elif isinstance(step, Instruction.EXPECT):
-            run.check_outputs(outputs, _attached(core))
+            run.check_outputs(encode(outputs), _attached(core))
             outputs = []
         elif isinstance(step, Instruction.EXPECT_HISTORY):
-            run.check_history(core.history(step.session))
+            run.check_history(encode(core.history(step.session)))
         else:
             raise AcpError.Mismatch(detail=f"an agent-side vector has a client-side step: {step}")
-    run.check_outputs(outputs, _attached(core))
+    run.check_outputs(encode(outputs), _attached(core))
 
 
-def _call(client: ClientCore, call: ClientCall) -> None:
+def _content(data: bytes) -> List[ContentBlock]:
+    return decode(List[ContentBlock], data)  # type: ignore[no-any-return]
+
+
+def _call(client: ClientCore, call: object) -> None:
     if isinstance(call, ClientCall.PROMPT):
-        client.prompt(call.session, call.content)
+        client.prompt(call.session, _content(call.content))
     elif isinstance(call, ClientCall.INJECT):
-        client.inject(call.session, call.mode, call.content)
+        client.inject(call.session, decode(InjectMode, call.mode), _content(call.content))
     elif isinstance(call, ClientCall.REVOKE):
         client.revoke(call.session, call.message_id)
     elif isinstance(call, ClientCall.REPLACE):
-        client.replace(call.session, call.message_id, call.content)
+        client.replace(call.session, call.message_id, _content(call.content))
     elif isinstance(call, ClientCall.CANCEL):
         client.cancel(call.session)
     elif isinstance(call, ClientCall.STATUS):
@@ -89,23 +117,23 @@ def _call(client: ClientCore, call: ClientCall) -> None:
 def _drive_client(run: VectorRun) -> None:
     setup = run.client_setup()
     assert setup is not None
-    # The generated object, fed with UniFFI's `receive`, and the package's, fed the same lines
-    # with `receive_line` (the per-line path): they must agree on every event and every state.
+    # Two connections fed the same lines, one through UniFFI's `receive`, one through
+    # `receive_line` (the per-line path): they must agree on every event and every state.
     client = ClientCore(16 << 20)
-    lined = acp_inject.ClientCore(16 << 20)
+    lined = ClientCore(16 << 20)
     for c in (client, lined):
-        c.assume_agent(setup.protocol_version, setup.capabilities)
-        c.set_steer_fallback(setup.steer_fallback)
+        c.assume_agent(setup.protocol_version, decode(Optional[InjectCapabilities], setup.capabilities))
+        c.set_steer_fallback(decode(Optional[SteerFallback], setup.steer_fallback))
         c.open_session(setup.session, None)
     while (step := run.next()) is not None:
         if isinstance(step, Instruction.CALL):
+            rejected: Optional[CallRejected] = None
             try:
-                _call(client, step[0])
-                rejected = None
+                _call(client, step.call)
             except AcpError.Rejected as e:
                 rejected = e.reason
             try:
-                _call(lined, step[0])
+                _call(lined, step.call)
             except AcpError.Rejected:
                 pass
             sent = client.take_outgoing()
@@ -114,24 +142,24 @@ def _drive_client(run: VectorRun) -> None:
                 raise AcpError.Mismatch(detail=f"receive_line's twin sent {lined_sent!r}, receive's {sent!r}")
             client.take_events()
             lined.take_events()
-            run.check_call(rejected, sent)
+            run.check_call(encode(rejected), sent)
         elif isinstance(step, Instruction.RECEIVE):
             events = client.receive(step.line)
             by_line = lined.receive_line(step.line)
             if by_line != events:
                 raise AcpError.Mismatch(detail=f"receive_line gave {by_line!r}, receive gave {events!r}")
-            run.record_events(events)
+            run.record_events(encode(events))
         elif isinstance(step, Instruction.EXPECT_STATE):
             if lined.snapshot(step.session) != client.snapshot(step.session):
                 raise AcpError.Mismatch(detail="receive_line's twin is in another state than receive's")
-            run.check_state(client.snapshot(step.session))
+            run.check_state(encode(client.snapshot(step.session)))
         elif isinstance(step, Instruction.EXPECT_SENT):
             sent = client.take_outgoing()
             if lined.take_outgoing() != sent:
                 raise AcpError.Mismatch(detail="receive_line's twin sent other lines than receive's")
             run.check_sent(sent)
         elif isinstance(step, Instruction.EXPECT_ITEM):
-            run.check_item(client.item_status(step.session, step.message_id))
+            run.check_item(encode(client.item_status(step.session, step.message_id)))
         else:
             raise AcpError.Mismatch(detail=f"a client-side vector has an agent-side step: {step}")
 

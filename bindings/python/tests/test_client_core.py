@@ -8,22 +8,32 @@ from typing import List
 import pytest
 
 from acp_inject import (
-    Answer,
+    Accepted,
+    AgentMessageChunk,
+    Answered,
     BreakPoint,
-    ContentBlock,
+    BreakPointReached,
+    CancelTurn,
+    ClientCore,
+    Deliver,
     ErrorReason,
     Event,
     InjectMode,
+    InSession,
     ItemStatus,
     MessageRole,
+    PendingItem,
+    PermissionAnswered,
+    PermissionRequested,
+    ProtocolError,
     RequestKind,
-    RuntimeAction,
-    RuntimeEvent,
-    SessionEvent,
+    StartTurn,
     StopReason,
-    TurnState,
     text,
     text_of,
+    TextContent,
+    TurnEnd,
+    TurnState,
 )
 
 from .wiring import Wire, allowed
@@ -35,8 +45,8 @@ def users(wire: Wire, session: str) -> List[str]:
     return [text_of(e.content) for e in snap.transcript if e.role == MessageRole.USER]
 
 
-def answers(events: List[Event]) -> List[Event.ANSWERED]:
-    return [e for e in events if isinstance(e, Event.ANSWERED)]
+def answers(events: List[Event]) -> List[Answered]:
+    return [e for e in events if isinstance(e, Answered)]
 
 
 @pytest.mark.parametrize("order", ["as sent", "reversed"])
@@ -55,10 +65,10 @@ def test_an_idle_steer_on_s2_does_not_take_the_prompt_answer_of_s1(order: str) -
     assert set(by_request) == {str(prompt), str(steer)}
     s1_answer, s2_answer = by_request[str(prompt)], by_request[str(steer)]
     assert (s1_answer.kind, s1_answer.session_id) == (RequestKind.PROMPT, "s1")
-    assert isinstance(s1_answer.outcome, Answer.ACCEPTED) and s1_answer.outcome.message_id is not None
+    assert isinstance(s1_answer.outcome, Accepted) and s1_answer.outcome.message_id is not None
     assert (s2_answer.kind, s2_answer.session_id) == (RequestKind.INJECT, "s2")
-    assert isinstance(s2_answer.outcome, Answer.FAILED)
-    error = s2_answer.outcome[0]
+    assert isinstance(s2_answer.outcome, ProtocolError)
+    error = s2_answer.outcome
     assert (error.code, error.reason) == (-32010, ErrorReason.NO_RUNNING_TURN)
 
     s1, s2 = wire.client.snapshot("s1"), wire.client.snapshot("s2")
@@ -66,8 +76,8 @@ def test_an_idle_steer_on_s2_does_not_take_the_prompt_answer_of_s1(order: str) -
     assert users(wire, "s1") == ["fix the bug"] and s1.state == TurnState.RUNNING and s1.pending == []
     assert s2.transcript == [] and s2.pending == [] and s2.state == TurnState.IDLE and s2.violations == []
     # Nothing reached s2 but its own item's failure.
-    s2_events = [e.event for e in events if isinstance(e, Event.SESSION) and e.session_id == "s2"]
-    assert all(isinstance(e, SessionEvent.ITEM) and e[0].status == ItemStatus.FAILED for e in s2_events) and s2_events
+    s2_events = [e.event for e in events if isinstance(e, InSession) and e.session_id == "s2"]
+    assert all(isinstance(e, PendingItem) and e.status == ItemStatus.FAILED for e in s2_events) and s2_events
     assert wire.client.ignored_lines() == 0
 
 
@@ -79,10 +89,10 @@ def test_deliveries_stay_in_their_session() -> None:
     wire.client.inject("s1", InjectMode.STEER, [text("steer one")])
     wire.client.inject("s2", InjectMode.QUEUE, [text("queue two")])
     wire.exchange()
-    wire.runtime("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
+    wire.runtime("s1", BreakPointReached(BreakPoint.TOOL_RESULT))
     assert users(wire, "s1") == ["one", "steer one"]
     assert users(wire, "s2") == ["two"]
-    wire.runtime("s2", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None))
+    wire.runtime("s2", TurnEnd(stop_reason=StopReason.END_TURN, usage=None))
     assert users(wire, "s2") == ["two", "queue two"]
     assert users(wire, "s1") == ["one", "steer one"]
     for s in ("s1", "s2"):
@@ -101,41 +111,41 @@ def test_a_runtime_loop_in_python_through_queue_steer_revoke_replace_cancel_and_
 
     def collect() -> None:
         for a in wire.actions:
-            if isinstance(a, (RuntimeAction.START_TURN, RuntimeAction.DELIVER)):
-                delivered.extend(text_of(m.content) for m in a[0])
+            if isinstance(a, (StartTurn, Deliver)):
+                delivered.extend(text_of(m.content) for m in a.input)
         wire.actions.clear()
 
     collect()
-    wire.runtime("s1", RuntimeEvent.UPDATE(_chunk(wire, "working")))
+    wire.runtime("s1", _chunk(wire, "working"))
     queued = [c.inject("s1", InjectMode.QUEUE, [text(t)]) for t in ("then update the docs", "drop this one", "draft")]
     events = wire.exchange()
-    ids = {str(a.request): str(a.outcome.message_id) for a in answers(events) if isinstance(a.outcome, Answer.ACCEPTED)}
+    ids = {str(a.request): str(a.outcome.message_id) for a in answers(events) if isinstance(a.outcome, Accepted)}
     docs, drop, draft = (ids[str(r)] for r in queued)
     c.revoke("s1", drop)
     c.replace("s1", draft, [text("final wording")])
     wire.exchange()
     assert c.item_status("s1", drop) == ItemStatus.REVOKED
-    wire.runtime("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
+    wire.runtime("s1", BreakPointReached(BreakPoint.TOOL_RESULT))
     # A steer during the permission prompt is held, not dropped (R-PERM-1).
     # The core sends the request (R-PERM-2); the client sees it and answers it.
     asked = wire.ask_permission("s1")
-    requested = [e for e in wire.events if isinstance(e, Event.PERMISSION_REQUESTED)]
+    requested = [e for e in wire.events if isinstance(e, PermissionRequested)]
     assert [str(e.request) for e in requested] == [str(asked)]
     snap = c.snapshot("s1")
     assert snap is not None and snap.state == TurnState.REQUIRES_ACTION
     c.inject("s1", InjectMode.STEER, [text("use auth_v2")])
     wire.exchange()
     wire.allow(asked)
-    answered = [a for a in wire.actions if isinstance(a, RuntimeAction.PERMISSION_ANSWERED)]
+    answered = [a for a in wire.actions if isinstance(a, PermissionAnswered)]
     assert [(str(a.request_id), a.outcome) for a in answered] == [(str(asked), allowed("allow"))]
     snap = c.snapshot("s1")
     assert snap is not None and snap.state == TurnState.RUNNING
     collect()
     assert "use auth_v2" not in delivered
-    wire.runtime("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
+    wire.runtime("s1", BreakPointReached(BreakPoint.TOOL_RESULT))
     collect()
     assert delivered == ["fix the bug", "use auth_v2"]
-    wire.runtime("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None))
+    wire.runtime("s1", TurnEnd(stop_reason=StopReason.END_TURN, usage=None))
     collect()
     # The queued messages open the next turn: not the revoked one, the replaced one with its new text.
     assert delivered[2:] == ["then update the docs", "final wording"]
@@ -147,8 +157,8 @@ def test_a_runtime_loop_in_python_through_queue_steer_revoke_replace_cancel_and_
     wire.exchange()
     c.cancel("s1")
     wire.exchange()
-    assert any(isinstance(a, RuntimeAction.CANCEL_TURN) for a in wire.actions)
-    wire.runtime("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None))
+    assert any(isinstance(a, CancelTurn) for a in wire.actions)
+    wire.runtime("s1", TurnEnd(stop_reason=StopReason.END_TURN, usage=None))
     collect()
     assert delivered[-1] == "after the cancel"
     snap = c.snapshot("s1")
@@ -157,22 +167,19 @@ def test_a_runtime_loop_in_python_through_queue_steer_revoke_replace_cancel_and_
     assert texts.index("fix the bug") < texts.index("use auth_v2") < texts.index("final wording") < texts.index("after the cancel")
 
 
-def _chunk(wire: Wire, words: str):  # type: ignore[no-untyped-def]
-    from acp_inject import AgentMessageChunk, SessionUpdate
-
-    mid = wire.agent.mint_agent_message_id()
-    return SessionUpdate.AGENT_MESSAGE_CHUNK(AgentMessageChunk(message_id=mid, content=text(words), meta=None))
+def _chunk(wire: Wire, words: str) -> AgentMessageChunk:
+    return AgentMessageChunk(message_id=wire.agent.mint_agent_message_id(), content=text(words))
 
 
 def test_transcript_shows_agent_chunks_between_user_messages() -> None:
     wire = Wire()
     wire.client.prompt("s1", [text("hi")])
     wire.exchange()
-    wire.runtime("s1", RuntimeEvent.UPDATE(_chunk(wire, "hello ")))
+    wire.runtime("s1", _chunk(wire, "hello "))
     snap = wire.client.snapshot("s1")
     assert snap is not None
     assert [(e.role, text_of(e.content)) for e in snap.transcript] == [(MessageRole.USER, "hi"), (MessageRole.AGENT, "hello ")]
-    assert isinstance(snap.transcript[1].content[0], ContentBlock.TEXT)
+    assert isinstance(snap.transcript[1].content[0], TextContent)
 
 
 def test_text_of_reads_one_block_or_a_list() -> None:

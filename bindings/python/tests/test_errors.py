@@ -11,23 +11,31 @@ from typing import Any, Callable, List
 import pytest
 
 import acp_inject
+import msgspec
+
 from acp_inject import (
     AcpError,
     AgentCore,
     BreakPoint,
+    BreakPointReached,
     ClientCore,
-    ContentBlock,
+    default_agent_config,
     Event,
     HostError,
+    Ignored,
     InjectMode,
     InvalidArgument,
+    Line,
     Output,
-    RuntimeEvent,
     StopReason,
-    default_agent_config,
+    StreamStarted,
     text,
+    TextContent,
+    TurnEnd,
 )
-from acp_inject.acp_inject_ffi import VectorRun
+from acp_inject.acp_inject_ffi import acp_inject_ffi as generated
+
+from .conformance import VectorRun
 
 from .wiring import Wire, handshake
 
@@ -35,7 +43,7 @@ from .wiring import Wire, handshake
 def errors(outputs: List[Output]) -> List[int]:
     codes = []
     for o in outputs:
-        if isinstance(o, Output.LINE):
+        if isinstance(o, Line):
             message = json.loads(o.line)
             if "error" in message:
                 codes.append(message["error"]["code"])
@@ -76,13 +84,12 @@ def test_a_partial_line_waits_for_its_end() -> None:
     assert core.handle_bytes("c1", line[:10]) == []
     assert core.handle_bytes("c1", line[10:-3]) == []
     out = core.handle_bytes("c1", line[-3:] + b"\n")
-    assert [json.loads(o.line)["result"] for o in out if isinstance(o, Output.LINE)] == [{"status": "open", "state": {"state": "idle"}}]
+    assert [json.loads(o.line)["result"] for o in out if isinstance(o, Line)] == [{"status": "open", "state": {"state": "idle"}}]
 
 
 def test_a_huge_line_is_refused_and_the_next_one_still_works() -> None:
     config = default_agent_config()
-    config.policy.max_line_bytes = 1024
-    core = AgentCore(config)
+    core = AgentCore(msgspec.structs.replace(config, policy=msgspec.structs.replace(config.policy, max_line_bytes=1024)))
     core.create_session("s1", "/work")
     handshake(core, "c1")
     huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "x" * 100_000}]}})
@@ -95,13 +102,13 @@ def test_a_huge_line_is_refused_and_the_next_one_still_works() -> None:
 def test_host_errors_are_typed() -> None:
     core = agent()
     with pytest.raises(AcpError.Host) as e:
-        core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None))
-    assert e.value.error == HostError.NO_TURN_IN_PROGRESS()
+        core.runtime_event("s1", TurnEnd(stop_reason=StopReason.END_TURN, usage=None))
+    assert e.value.error == HostError.NO_TURN_IN_PROGRESS
     with pytest.raises(AcpError.Host) as e:
-        core.runtime_event("nope", RuntimeEvent.STREAM_STARTED())
-    assert e.value.error == HostError.SESSION_CLOSED()
+        core.runtime_event("nope", StreamStarted())
+    assert e.value.error == HostError.SESSION_CLOSED
     with pytest.raises(AcpError.Host):
-        core.runtime_event("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT))
+        core.runtime_event("s1", BreakPointReached(BreakPoint.TOOL_RESULT))
 
 
 def test_bad_snapshots_and_configs_are_typed() -> None:
@@ -111,9 +118,8 @@ def test_bad_snapshots_and_configs_are_typed() -> None:
         AgentCore.restore(default_agent_config(), "not json")
     config = default_agent_config()
     assert config.inject is not None
-    config.inject.modes = []
     with pytest.raises(AcpError.Config):
-        AgentCore(config)
+        AgentCore(msgspec.structs.replace(config, inject=msgspec.structs.replace(config.inject, modes=[])))
     with pytest.raises(AcpError):
         VectorRun("{")
 
@@ -129,7 +135,7 @@ def test_garbage_from_the_agent_is_counted_never_raised() -> None:
         events += wire.client.receive(line)
     events += wire.client.feed(b"\xff\xfe\x00garbage\n")
     assert wire.client.ignored_lines() >= 6
-    assert all(isinstance(e, Event.IGNORED) for e in events)
+    assert all(isinstance(e, Ignored) for e in events)
     assert wire.client.snapshot("s1") == before
 
 
@@ -141,8 +147,8 @@ def test_partial_and_huge_lines_on_the_client() -> None:
     assert client.feed(update[:7]) == [] and client.feed(update[7:]) == []
     assert len(client.feed(b"\n")) == 1
     huge = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "x" * 10_000}}}})
-    assert [type(e) for e in client.feed(huge.encode() + b"\n")] == [Event.IGNORED]
-    assert [type(e) for e in client.receive(huge)] == [Event.IGNORED]
+    assert [type(e) for e in client.feed(huge.encode() + b"\n")] == [Ignored]
+    assert [type(e) for e in client.receive(huge)] == [Ignored]
     # A last line without a newline is read at the end of the stream.
     idle = update.replace(b'"running"', b'"idle"')
     assert client.feed(idle) == [] and len(client.finish()) == 1
@@ -154,10 +160,7 @@ def test_local_rejections_are_typed() -> None:
     client = ClientCore(1 << 20)
     caps = default_agent_config().inject
     assert caps is not None
-    caps.modes = [InjectMode.QUEUE]
-    caps.steer_in_stream = []
-    caps.pending = None
-    client.assume_capabilities(caps)
+    client.assume_capabilities(msgspec.structs.replace(caps, modes=[InjectMode.QUEUE], steer_in_stream=[], pending=None))
     client.open_session("s1", None)
     with pytest.raises(AcpError.Rejected):
         client.inject("s1", InjectMode.STEER, [text("x")])
@@ -198,7 +201,8 @@ WRONG: List[Callable[[], Any]] = [
     lambda: core.history(5),  # type: ignore[arg-type]
     lambda: core.pending(["s1"]),  # type: ignore[arg-type]
     lambda: core.runtime_event("s1", "break_point"),  # type: ignore[arg-type]
-    lambda: core.runtime_event("s1", RuntimeEvent.UPDATE("not an update")),
+    lambda: core.runtime_event("s1", "not an update"),  # type: ignore[arg-type]
+    lambda: core.runtime_event("s1", TextContent(text="a content block is no event")),  # type: ignore[arg-type]
     lambda: core.turn(5),  # type: ignore[arg-type]
     lambda: core.is_live(5),  # type: ignore[arg-type]
     lambda: ClientCore(-1),
@@ -210,10 +214,10 @@ WRONG: List[Callable[[], Any]] = [
     lambda: client.new_session("/w", 5, []),  # type: ignore[arg-type]
     lambda: client.list_sessions(5, None),  # type: ignore[arg-type]
     lambda: client.resume(5, "/w", True),  # type: ignore[arg-type]
-    lambda: client.prompt("s1", "plain text"),  # type: ignore[arg-type]
+    lambda: client.prompt("s1", 5),  # type: ignore[arg-type]
     lambda: client.prompt("s1", [5]),  # type: ignore[list-item]
-    lambda: client.prompt("s1", [ContentBlock.TEXT(acp_inject.TextContent(text=5, annotations=None, meta=None))]),  # type: ignore[arg-type]
-    lambda: client.inject("s1", "steer", [text("x")]),  # type: ignore[arg-type]
+    lambda: client.prompt("s1", [TextContent(text=5)]),  # type: ignore[arg-type]
+    lambda: client.inject("s1", "sideways", [text("x")]),
     lambda: client.revoke("s1", 5),  # type: ignore[arg-type]
     lambda: client.replace("s1", "m", None),  # type: ignore[arg-type]
     lambda: client.cancel(None),  # type: ignore[arg-type]
@@ -222,14 +226,13 @@ WRONG: List[Callable[[], Any]] = [
     lambda: client.answer_permission("1", None),  # type: ignore[arg-type]
     lambda: client.receive(b"bytes"),  # type: ignore[arg-type]
     lambda: client.receive("surrogate \ud800"),
-    lambda: client.receive_bytes("str"),  # type: ignore[arg-type]
     lambda: client.receive_text(None),  # type: ignore[arg-type]
     lambda: client.feed("str"),  # type: ignore[arg-type]
-    lambda: client.feed(bytearray(b"x")),  # type: ignore[arg-type]
+    lambda: client.feed(5),  # type: ignore[arg-type]
     lambda: client.snapshot(5),  # type: ignore[arg-type]
     lambda: client.item_status("s1", None),  # type: ignore[arg-type]
     lambda: client.mirror_json(5),  # type: ignore[arg-type]
-    lambda: acp_inject.text(5).is_TEXT() and client.prompt("s1", [acp_inject.text(5)]),  # type: ignore[arg-type]
+    lambda: client.prompt("s1", [acp_inject.text(5)]),  # type: ignore[arg-type]
 ]
 
 
@@ -244,20 +247,21 @@ def test_wrong_argument_types_raise_typed_errors(call: int) -> None:
 
 
 def test_the_generated_module_itself_raises_pythons_own_errors() -> None:
-    """The package wraps only its own classes: the generated module is UniFFI's, unpatched, and
-    a wrong argument there is Python's ``TypeError`` / ``ValueError``, raised before any call."""
-    generated = acp_inject.acp_inject_ffi
+    """The package wraps the generated module, which stays UniFFI's, unpatched: a wrong argument
+    there is Python's ``TypeError`` / ``ValueError``, raised before any call, and a failed call
+    its ``FfiError`` carrying the encoded error."""
     with pytest.raises(TypeError):
-        VectorRun(None)  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        generated.shutdown_runtime("soon")  # type: ignore[arg-type]
+        generated.shutdown_runtime("soon")
     with pytest.raises((TypeError, ValueError, AttributeError)):
-        generated.AgentCore(None)  # type: ignore[arg-type]
-    assert acp_inject.AgentCore is not generated.AgentCore and issubclass(acp_inject.AgentCore, generated.AgentCore)
+        generated.AgentCore(None)
+    with pytest.raises(generated.FfiError.Failed) as failed:
+        generated.AgentCore(b"\xc1")
+    assert "config" in failed.value.message
+    assert acp_inject.AgentCore is not generated.AgentCore and not issubclass(acp_inject.AgentCore, generated.AgentCore)
 
     async def go() -> None:
         with pytest.raises(TypeError):
-            await generated.connect(5, generated.default_connect_options())  # type: ignore[arg-type]
+            await generated.connect(5, b"")
 
     asyncio.run(go())
 

@@ -48,7 +48,7 @@ def test_example_client_holds_the_queue_for_an_agent_without_inject() -> None:
     out = ran.stdout
     assert "ACP v2; inject: None" in out
     assert "offers no session/inject: queue, revoke and replace are held by this client" in out
-    assert "ok    a steer is refused: CallRejected.STEER_NOT_SUPPORTED" in out
+    assert "ok    a steer is refused: steer_not_supported" in out
     assert "ok    the held messages go out one per turn, in order" in out
     assert "ok    cancel ends the turn as cancelled" in out and "every step behaved per the rules" in out
 

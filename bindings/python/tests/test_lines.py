@@ -8,7 +8,7 @@ from typing import List
 
 import pytest
 
-from acp_inject import AcpError, ClientCore, Event, InjectMode, InvalidArgument, default_agent_config, text, text_of
+from acp_inject import AcpError, ClientCore, Event, InjectMode, InSession, InvalidArgument, default_agent_config, text, text_of
 
 from .wiring import Wire
 
@@ -62,7 +62,7 @@ def test_events_larger_than_the_buffer_spill_and_arrive_whole() -> None:
     core = _core()
     words = "x" * 300_000
     events = core.receive_line(_chunk(1, words).encode())
-    assert len(events) == 1 and isinstance(events[0], Event.SESSION)
+    assert len(events) == 1 and isinstance(events[0], InSession)
     snap = core.snapshot("s1")
     assert snap is not None and text_of(snap.transcript[-1].content) == words
 
@@ -90,7 +90,7 @@ def test_many_threads_at_once_each_with_its_own_buffer() -> None:
             for i in range(200):
                 size = 40_000 if i % 50 == 0 else 10  # some spill past the thread's buffer
                 events = core.receive_line(_chunk(t * 1000 + i, "w" * size))
-                assert len(events) == 1 and isinstance(events[0], Event.SESSION)
+                assert len(events) == 1 and isinstance(events[0], InSession)
         except BaseException as e:  # noqa: BLE001 (reported below)
             failures.append(e)
 
@@ -118,21 +118,23 @@ def test_feed_and_receive_text_in_any_chunking_give_what_receive_gives() -> None
         assert events == expected, size
         assert fed.snapshot("s1") == slow.snapshot("s1")
     assert _core().receive_text(blob) == expected
-    assert _core().receive_bytes(blob.encode()) == expected
-    for wrong in (None, "text", bytearray(b"x")):
+    assert _core().feed(bytearray(blob.encode())) == expected
+    for wrong in (None, "text", 3):
         with pytest.raises(InvalidArgument):
             _core().feed(wrong)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument):
         _core().receive_text("surrogate \ud800")
 
 
-def test_the_package_wraps_its_own_classes_and_leaves_the_generated_module_alone() -> None:
+def test_the_package_wraps_the_generated_module_and_leaves_it_alone() -> None:
     import acp_inject
-    from acp_inject import acp_inject_ffi as generated
+    from acp_inject.acp_inject_ffi import acp_inject_ffi as generated
 
-    assert acp_inject.ClientCore is not generated.ClientCore and issubclass(acp_inject.ClientCore, generated.ClientCore)
+    # The package's classes hold the generated objects; they are not the generated classes.
+    assert acp_inject.ClientCore is not generated.ClientCore and not issubclass(acp_inject.ClientCore, generated.ClientCore)
+    assert acp_inject.Usage.__module__ == "acp_inject.values"
     # The generated classes keep the methods UniFFI wrote (nothing was assigned into them).
-    for cls in (generated.ClientCore, generated.AgentCore, generated.Usage):
+    for cls in (generated.ClientCore, generated.AgentCore, generated.Session):
         for name, member in vars(cls).items():
             if callable(member) and not name.startswith("__"):
-                assert getattr(member, "__module__", generated.acp_inject_ffi.__name__) == generated.acp_inject_ffi.__name__, (cls, name)
+                assert getattr(member, "__module__", generated.__name__) == generated.__name__, (cls, name)

@@ -25,7 +25,7 @@ async def until(session: acp.Session, done: Callable[[MirrorSnapshot], bool]) ->
     async def follow() -> None:
         while not done(session.snapshot()):
             for activity in await session.next_events():
-                if isinstance(activity, acp.SessionActivity.PERMISSION_REQUESTED):
+                if isinstance(activity, acp.PermissionRequested):
                     session.allow(activity.request, str(activity.params.options[0].option_id))
 
     await asyncio.wait_for(follow(), TIMEOUT)
@@ -94,7 +94,7 @@ async def cancel_and_close() -> None:
         assert users(snap) == ["cancel me", "survives the cancel"]
         await until(s, lambda s: s.state == TurnState.IDLE)
         status = await s.status()
-        assert status.status == acp.SessionStatus.OPEN and isinstance(status.state, acp.StateUpdate.IDLE)
+        assert status.status == acp.SessionStatus.OPEN and isinstance(status.state, acp.IdleStateUpdate)
         await s.close()
         status = await s.status()
         assert (status.status, status.state) == (acp.SessionStatus.SAVED, None)
@@ -137,12 +137,12 @@ async def a_turn_followed_from_its_handle() -> None:
         assert turn.ended
         stop = await asyncio.wait_for(turn.finished(), TIMEOUT)
         assert stop == acp.StopReason.END_TURN
-        delivered = [u[0].message_id for u in seen if isinstance(u, acp.SessionUpdate.USER_MESSAGE)]
+        delivered = [u.message_id for u in seen if isinstance(u, acp.UserMessage)]
         # The prompt opened the turn; the steer was delivered inside it; the queued message was
         # not (it opens the next turn).
         assert delivered[0] == turn.message_id and steered in delivered and queued not in delivered, delivered
-        assert isinstance(seen[-1], acp.SessionUpdate.STATE_UPDATE)
-        assert any(isinstance(u, acp.SessionUpdate.AGENT_MESSAGE_CHUNK) for u in seen)
+        assert isinstance(seen[-1], acp.IdleStateUpdate)
+        assert any(isinstance(u, acp.AgentMessageChunk) for u in seen)
         assert asked, "the handler answered the agent's permission request"
 
         # The queued message's turn, from the session's own stream: it was not consumed above.
@@ -158,7 +158,7 @@ def test_a_turn_is_followed_from_its_handle_with_permissions_answered_by_a_handl
     asyncio.run(a_turn_followed_from_its_handle())
 
 
-async def a_session_followed_with_the_activity_helpers() -> None:
+async def a_session_followed_through_its_flat_activity() -> None:
     async with acp.connect(reference_agent_command(5), name="helpers-test") as agent:
         session = await agent.new_session()  # in the current directory
         turn = await session.prompt("first")
@@ -167,19 +167,20 @@ async def a_session_followed_with_the_activity_helpers() -> None:
         stops: List[acp.StopReason | None] = []
         chunks = 0
         async for activity in session.events():
-            if item := acp.item_of(activity):
-                fates.append((item.message_id, item.status))
-            if isinstance(acp.update_of(activity), acp.SessionUpdate.AGENT_MESSAGE_CHUNK):
-                chunks += 1
-            if ended := acp.turn_ended(activity):
-                stops.append(ended.stop_reason)
-                if (queued, acp.ItemStatus.DELIVERED) in fates:
-                    break
+            match activity:
+                case acp.PendingItem(message_id=m, status=status):
+                    fates.append((m, status))
+                case acp.AgentMessageChunk():
+                    chunks += 1
+                case acp.IdleStateUpdate(stop_reason=reason):
+                    stops.append(reason)
+                    if (queued, acp.ItemStatus.DELIVERED) in fates:
+                        break
         assert stops == [acp.StopReason.END_TURN] * 2 and chunks > 0, (stops, chunks)
         assert (turn.message_id, acp.ItemStatus.DELIVERED) in fates and (queued, acp.ItemStatus.PENDING) in fates
         listed = await agent.sessions()
         assert [info.cwd for info in listed if info.session_id == session.id] == [os.getcwd()]
 
 
-def test_the_activity_helpers_follow_a_session_in_the_current_directory() -> None:
-    asyncio.run(asyncio.wait_for(a_session_followed_with_the_activity_helpers(), TIMEOUT))
+def test_a_session_is_followed_by_matching_its_activity_in_the_current_directory() -> None:
+    asyncio.run(asyncio.wait_for(a_session_followed_through_its_flat_activity(), TIMEOUT))

@@ -1,6 +1,6 @@
 """The installed package is the one the pipeline describes: the wheel's generated module is
-the checked-in `generated/python` copy, and the stub `cargo xtask codegen` writes into the
-package ships with it as a real file (PEP 561).
+the checked-in `generated/python` copy, and the value types `cargo xtask codegen` writes into
+the package ship with it, typed (PEP 561).
 
 The tests run on the test package (`bindings/python/test-package`): the same package, whose
 `acp_inject_ffi` module is still the shipped one byte for byte, plus the test-only conformance
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import acp_inject
-from acp_inject import acp_inject_ffi, library_version
+from acp_inject import library_version
+from acp_inject.acp_inject_ffi import acp_inject_ffi
 
 from .conftest import REPO
 
@@ -25,7 +26,7 @@ def _without_preamble(text: str) -> str:
 
 
 def test_wheel_module_matches_generated_bindings() -> None:
-    installed = Path(acp_inject_ffi.__file__).with_name("acp_inject_ffi.py").read_text()
+    installed = Path(acp_inject_ffi.__file__).read_text()
     checked_in = (REPO / "generated" / "python" / "acp_inject_ffi.py").read_text()
     assert installed == _without_preamble(checked_in), "rebuild the wheel or run `cargo xtask codegen`"
 
@@ -37,7 +38,7 @@ def test_the_conformance_engine_is_a_module_of_its_own() -> None:
     installed = Path(acp_inject_ffi_conformance.__file__).read_text()
     checked_in = (REPO / "generated" / "conformance" / "python" / "acp_inject_ffi_conformance.py").read_text()
     assert installed == _without_preamble(checked_in), "rebuild the test package or run `cargo xtask codegen`"
-    assert not hasattr(acp_inject_ffi.acp_inject_ffi, "VectorRun")
+    assert not hasattr(acp_inject_ffi, "VectorRun")
 
 
 def test_the_test_package_has_the_packages_test_tools() -> None:
@@ -52,10 +53,10 @@ def test_the_test_package_has_the_packages_test_tools() -> None:
 def test_type_information_ships() -> None:
     package = Path(acp_inject.__file__).parent
     assert (package / "py.typed").exists()
-    stub = package / "acp_inject_ffi" / "acp_inject_ffi.pyi"
-    assert not stub.is_symlink()
-    source = REPO / "bindings" / "python" / "python" / "acp_inject" / "acp_inject_ffi" / "acp_inject_ffi.pyi"
-    assert stub.read_text() == source.read_text()
+    values = package / "values.py"
+    source = REPO / "bindings" / "python" / "python" / "acp_inject" / "values.py"
+    assert values.read_text() == source.read_text(), "rebuild the package or run `cargo xtask codegen`"
+    assert acp_inject.values.__file__ == str(values)
 
 
 def test_version() -> None:

@@ -32,29 +32,49 @@ from hypothesis import strategies as st
 
 from acp_inject import (
     AcpError,
+    Action,
+    AgentConfig,
     AgentCore,
     BreakPoint,
+    BreakPointReached,
+    CancelledPermissionOutcome,
+    CancelTurn,
     ClientCore,
+    CloseSession,
     ConnectionRole,
     ContentBlock,
-    HostError,
+    default_agent_config,
+    Deliver,
     Implementation,
     InjectMode,
+    InterruptStream,
+    Line,
+    ModelPaused,
+    ModelResumed,
     Output,
     PendingInject,
+    PermissionAnswered,
     PermissionAsk,
     PermissionOption,
     PermissionOptionKind,
+    ReleaseSession,
     RequestId,
-    RequestPermissionOutcome,
     RuntimeAction,
     RuntimeEvent,
+    SelectedPermissionOutcome,
+    StartTurn,
     StopReason,
-    UserInput,
-    default_agent_config,
+    StreamFinished,
+    StreamStarted,
     text,
+    TextContent,
+    TurnEnd,
+    TurnStarted,
+    UserInput,
 )
-from acp_inject.acp_inject_ffi import VectorRun
+from acp_inject.values import decode
+
+from .conformance import VectorRun
 
 from .conftest import conformance_runner
 from .wiring import handshake
@@ -65,28 +85,21 @@ Op = Tuple[Any, ...]
 # ----- (a) operation sequences -----
 
 WORDS = st.sampled_from(["fix the bug", "use auth_v2", "then the docs", "stop", "añadir 🚀", "x"])
-RUNTIME = {
-    "break_point tool_result": ({"event": "break_point", "kind": "tool_result"}, RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT)),
-    "break_point model_step": ({"event": "break_point", "kind": "model_step"}, RuntimeEvent.BREAK_POINT(BreakPoint.MODEL_STEP)),
-    "stream_started": ({"event": "stream_started"}, RuntimeEvent.STREAM_STARTED()),
-    "stream_finished": ({"event": "stream_finished"}, RuntimeEvent.STREAM_FINISHED()),
+RUNTIME: Dict[str, Tuple[Json, RuntimeEvent]] = {
+    "break_point tool_result": ({"event": "break_point", "kind": "tool_result"}, BreakPointReached(BreakPoint.TOOL_RESULT)),
+    "break_point model_step": ({"event": "break_point", "kind": "model_step"}, BreakPointReached(BreakPoint.MODEL_STEP)),
+    "stream_started": ({"event": "stream_started"}, StreamStarted()),
+    "stream_finished": ({"event": "stream_finished"}, StreamFinished()),
     "request_permission": (
         {"event": "request_permission", "title": "run the tests?", "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]},
-        RuntimeEvent.REQUEST_PERMISSION(
-            PermissionAsk(
-                title="run the tests?",
-                description=None,
-                options=[PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE, meta=None)],
-                subject=None,
-            )
-        ),
+        PermissionAsk(title="run the tests?", options=[PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE)]),
     ),
-    "paused": ({"event": "paused"}, RuntimeEvent.PAUSED()),
-    "resumed": ({"event": "resumed"}, RuntimeEvent.RESUMED()),
-    "turn_started": ({"event": "turn_started"}, RuntimeEvent.TURN_STARTED()),
-    "turn_ended end_turn": ({"event": "turn_ended", "stopReason": "end_turn"}, RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None)),
-    "turn_ended max_tokens": ({"event": "turn_ended", "stopReason": "max_tokens"}, RuntimeEvent.TURN_ENDED(stop_reason=StopReason.MAX_TOKENS, usage=None)),
-    "close": ({"event": "close"}, RuntimeEvent.CLOSE()),
+    "paused": ({"event": "paused"}, ModelPaused()),
+    "resumed": ({"event": "resumed"}, ModelResumed()),
+    "turn_started": ({"event": "turn_started"}, TurnStarted()),
+    "turn_ended end_turn": ({"event": "turn_ended", "stopReason": "end_turn"}, TurnEnd(stop_reason=StopReason.END_TURN, usage=None)),
+    "turn_ended max_tokens": ({"event": "turn_ended", "stopReason": "max_tokens"}, TurnEnd(stop_reason=StopReason.MAX_TOKENS, usage=None)),
+    "close": ({"event": "close"}, CloseSession()),
 }
 OPS = st.one_of(
     st.tuples(st.just("prompt"), WORDS),
@@ -105,8 +118,8 @@ POLICIES = st.tuples(st.sampled_from(["batch", "one_per_turn"]), st.sampled_from
 
 
 def block_json(block: ContentBlock) -> Json:
-    assert isinstance(block, ContentBlock.TEXT)
-    return {"type": "text", "text": block[0].text}
+    assert isinstance(block, TextContent)
+    return {"type": "text", "text": block.text}
 
 
 def blocks_json(content: List[ContentBlock]) -> List[Json]:
@@ -119,42 +132,34 @@ def inputs_ids(inputs: List[UserInput]) -> List[str]:
 
 def request_id_json(rid: RequestId) -> Any:
     """A request id as JSON: the core mints strings (`permission-N`)."""
-    assert isinstance(rid, RequestId.STR), rid
-    return rid[0]
+    assert isinstance(rid, str), rid
+    return rid
 
 
 def action_json(action: RuntimeAction) -> Json:
     """A runtime action as conformance vectors write it (spec/vectors/README.md)."""
-    if isinstance(action, RuntimeAction.START_TURN):
-        return {"action": "start_turn", "messageIds": inputs_ids(action[0])}
-    if isinstance(action, RuntimeAction.DELIVER):
-        return {"action": "deliver", "messageIds": inputs_ids(action[0]), "content": [blocks_json(m.content) for m in action[0]]}
-    if isinstance(action, RuntimeAction.INTERRUPT_STREAM):
+    if isinstance(action, StartTurn):
+        return {"action": "start_turn", "messageIds": inputs_ids(action.input)}
+    if isinstance(action, Deliver):
+        return {"action": "deliver", "messageIds": inputs_ids(action.input), "content": [blocks_json(m.content) for m in action.input]}
+    if isinstance(action, InterruptStream):
         return {"action": "interrupt_stream"}
-    if isinstance(action, RuntimeAction.CANCEL_TURN):
+    if isinstance(action, CancelTurn):
         return {"action": "cancel_turn"}
-    if isinstance(action, RuntimeAction.PERMISSION_ANSWERED):
+    if isinstance(action, PermissionAnswered):
         outcome = action.outcome
-        if isinstance(outcome, RequestPermissionOutcome.SELECTED):
-            answered: Json = {"outcome": "selected", "optionId": str(outcome[0].option_id)}
+        if isinstance(outcome, SelectedPermissionOutcome):
+            answered: Json = {"outcome": "selected", "optionId": str(outcome.option_id)}
         else:
-            assert isinstance(outcome, RequestPermissionOutcome.CANCELLED), outcome
+            assert isinstance(outcome, CancelledPermissionOutcome), outcome
             answered = {"outcome": "cancelled"}
         return {"action": "permission_answered", "requestId": request_id_json(action.request_id), "outcome": answered}
-    if isinstance(action, RuntimeAction.CLOSED):
-        dropped = [{"messageId": str(p.message_id), "mode": p.mode.name.lower(), "content": blocks_json(p.content)} for p in action.dropped]
+    if isinstance(action, ReleaseSession):
+        dropped = [{"messageId": str(p.message_id), "mode": p.mode.value, "content": blocks_json(p.content)} for p in action.dropped]
         return {"action": "closed", "turnCancelled": action.turn_cancelled, "dropped": dropped}
     raise AssertionError(f"unexpected action {action}")
 
 
-HOST_ERRORS = {
-    HostError.NO_TURN_IN_PROGRESS: "no_turn_in_progress",
-    HostError.TURN_IN_PROGRESS: "turn_in_progress",
-    HostError.NO_PERMISSION_OPTIONS: "no_permission_options",
-    HostError.UNKNOWN_REQUEST: "unknown_request",
-    HostError.SESSION_CLOSED: "session_closed",
-    HostError.RESERVED_UPDATE: "reserved_update",
-}
 
 
 @dataclass
@@ -203,10 +208,10 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
     # The configuration the Rust runner derives from the same header.
     setup = VectorRun(json.dumps(vector)).agent_setup()
     assert setup is not None
-    core = AgentCore(setup.config)
+    core = AgentCore(decode(AgentConfig, setup.config))
     assert core.create_session(setup.session, setup.cwd)
     for c in setup.connections:
-        core.attach(c.id, c.role)
+        core.attach(c.id, decode(ConnectionRole, c.role))
         core.attach_to_session(c.id, setup.session)
         handshake(core, c.id)  # as the Rust runner's setup does
     session = setup.session
@@ -219,7 +224,7 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
     def record(outputs: List[Output]) -> None:
         expect: List[Json] = []
         for o in outputs:
-            if isinstance(o, Output.LINE):
+            if isinstance(o, Line):
                 message = json.loads(o.line)
                 expect.append(message)
                 update = message.get("params", {}).get("update", {})
@@ -227,13 +232,13 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
                     ledger.user_message(update["messageId"], update["content"])
                 if message.get("method") == "session/request_permission":
                     open_requests.append(message["id"])
-            elif isinstance(o, Output.ACTION):
+            elif isinstance(o, Action):
                 expect.append(action_json(o.action))
-                if isinstance(o.action, RuntimeAction.PERMISSION_ANSWERED):
+                if isinstance(o.action, PermissionAnswered):
                     rid = request_id_json(o.action.request_id)
                     assert rid in open_requests, f"{rid} answered twice, or never asked (R-PERM-2)"
                     open_requests.remove(rid)
-                if isinstance(o.action, RuntimeAction.CLOSED):
+                if isinstance(o.action, ReleaseSession):
                     ledger.dropped |= {str(p.message_id) for p in o.action.dropped}
         steps.append({"expect": expect})
 
@@ -246,7 +251,7 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
         steps.append({"client": message})
         outputs = core.handle_line("c1", json.dumps(message))
         record(outputs)
-        answers = [json.loads(o.line) for o in outputs if isinstance(o, Output.LINE) and '"id"' in o.line]
+        answers = [json.loads(o.line) for o in outputs if isinstance(o, Line) and '"id"' in o.line]
         answers = [a for a in answers if a.get("id") == request]
         return answers[0] if answers else None
 
@@ -298,7 +303,7 @@ def replay(policy: Tuple[str, str], ops: List[Op]) -> Json:
             try:
                 outputs = core.runtime_event(session, event)
             except AcpError.Host as e:
-                step["hostError"] = HOST_ERRORS[type(e.error)]
+                step["hostError"] = e.error.value  # the vectors name host errors by their wire string
                 outputs = []
             record(outputs)
     ledger.check_fifo()
@@ -362,7 +367,7 @@ def fresh() -> Tuple[AgentCore, ClientCore]:
 CALLS: Dict[str, Callable[[AgentCore, ClientCore, Any, Any], Any]] = {
     "ClientCore.receive": lambda a, c, x, y: c.receive(x),
     "ClientCore.feed": lambda a, c, x, y: c.feed(x),
-    "ClientCore.receive_bytes": lambda a, c, x, y: c.receive_bytes(x),
+    "ClientCore.receive_line": lambda a, c, x, y: c.receive_line(x),
     "ClientCore.receive_text": lambda a, c, x, y: c.receive_text(x),
     "ClientCore.open_session": lambda a, c, x, y: c.open_session(x, y),
     "ClientCore.prompt": lambda a, c, x, y: c.prompt(x, [text(y) if isinstance(y, str) else y]),
@@ -375,7 +380,7 @@ CALLS: Dict[str, Callable[[AgentCore, ClientCore, Any, Any], Any]] = {
     "ClientCore.resume": lambda a, c, x, y: c.resume(x, y, True),
     "ClientCore.new_session": lambda a, c, x, y: c.new_session(x, [y], []),
     "ClientCore.list_sessions": lambda a, c, x, y: c.list_sessions(x, y),
-    "ClientCore.initialize": lambda a, c, x, y: c.initialize(Implementation(name=x, title=y, version="1", meta=None), True),
+    "ClientCore.initialize": lambda a, c, x, y: c.initialize(Implementation(name=x, title=y, version="1"), True),
     "ClientCore.snapshot": lambda a, c, x, y: c.snapshot(x),
     "ClientCore.item_status": lambda a, c, x, y: c.item_status(x, y),
     "ClientCore.mirror_json": lambda a, c, x, y: c.mirror_json(x),
@@ -392,7 +397,7 @@ CALLS: Dict[str, Callable[[AgentCore, ClientCore, Any, Any], Any]] = {
     "AgentCore.history": lambda a, c, x, y: a.history(x),
     "AgentCore.pending": lambda a, c, x, y: a.pending(x),
     "AgentCore.turn": lambda a, c, x, y: a.turn(x),
-    "AgentCore.runtime_event": lambda a, c, x, y: a.runtime_event(x, RuntimeEvent.TURN_STARTED()),
+    "AgentCore.runtime_event": lambda a, c, x, y: a.runtime_event(x, TurnStarted()),
     "AgentCore.restore": lambda a, c, x, y: AgentCore.restore(default_agent_config(), x),
 }
 
@@ -424,7 +429,7 @@ def test_arbitrary_byte_streams_are_answered_or_counted(chunks: List[bytes]) -> 
     core, client = fresh()
     for chunk in chunks:
         for o in core.handle_bytes("c1", chunk):
-            if isinstance(o, Output.LINE):
+            if isinstance(o, Line):
                 json.loads(o.line)
         client.feed(chunk)
     client.finish()

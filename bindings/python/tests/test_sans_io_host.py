@@ -26,7 +26,7 @@ async def turn(session: acp.Session, answer: str) -> List[str]:
     async def follow() -> None:
         while True:
             for activity in await session.next_events():
-                if isinstance(activity, acp.SessionActivity.PERMISSION_REQUESTED):
+                if isinstance(activity, acp.PermissionRequested):
                     asked.append(activity.params)
                     session.allow(activity.request, answer)
             snap = session.snapshot()
@@ -55,7 +55,7 @@ async def session_through_the_core() -> None:
         async def requested() -> None:
             while True:
                 for activity in await session.next_events():
-                    if isinstance(activity, acp.SessionActivity.PERMISSION_REQUESTED):
+                    if isinstance(activity, acp.PermissionRequested):
                         return
 
         await asyncio.wait_for(requested(), TIMEOUT)

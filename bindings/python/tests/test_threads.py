@@ -11,18 +11,23 @@ from typing import List, Set
 
 from acp_inject import (
     AcpError,
+    Action,
     AgentCore,
+    Answered,
     BreakPoint,
+    BreakPointReached,
+    ClientCore,
     ConnectionRole,
-    Event,
-    InjectMode,
-    Output,
-    RuntimeAction,
-    RuntimeEvent,
-    StopReason,
     default_agent_config,
+    Deliver,
+    InjectMode,
+    Line,
+    Output,
+    StartTurn,
+    StopReason,
     text,
     text_of,
+    TurnEnd,
 )
 
 from .wiring import Wire, handshake
@@ -39,7 +44,7 @@ def test_one_agent_core_driven_from_eight_threads() -> None:
         core.attach_to_session(f"c{n}", "s1")
         handshake(core, f"c{n}")
     prompt = {"jsonrpc": "2.0", "id": 0, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "go"}]}}
-    assert any(isinstance(o, Output.ACTION) for o in core.handle_line("c1", json.dumps(prompt)))
+    assert any(isinstance(o, Action) for o in core.handle_line("c1", json.dumps(prompt)))
     accepted: Set[str] = set()
     revoked: Set[str] = set()
     delivered: List[str] = []
@@ -48,11 +53,11 @@ def test_one_agent_core_driven_from_eight_threads() -> None:
     def record(outputs: List[Output]) -> None:
         with lock:
             for o in outputs:
-                if isinstance(o, Output.ACTION) and isinstance(o.action, (RuntimeAction.DELIVER, RuntimeAction.START_TURN)):
-                    delivered.extend(m.message_id for m in o.action[0])
+                if isinstance(o, Action) and isinstance(o.action, (Deliver, StartTurn)):
+                    delivered.extend(m.message_id for m in o.action.input)
 
     def answer_to(outputs: List[Output], conn: str) -> dict:  # type: ignore[type-arg]
-        return next(json.loads(o.line) for o in outputs if isinstance(o, Output.LINE) and o.to == [conn] and '"id"' in o.line)
+        return next(json.loads(o.line) for o in outputs if isinstance(o, Line) and o.to == [conn] and '"id"' in o.line)
 
     def worker(n: int) -> None:
         conn = f"c{n}"
@@ -78,9 +83,9 @@ def test_one_agent_core_driven_from_eight_threads() -> None:
                         revoked.add(mid)
             try:
                 if i % 5 == 0:
-                    record(core.runtime_event("s1", RuntimeEvent.BREAK_POINT(BreakPoint.TOOL_RESULT)))
+                    record(core.runtime_event("s1", BreakPointReached(BreakPoint.TOOL_RESULT)))
                 if i % 17 == 0:
-                    record(core.runtime_event("s1", RuntimeEvent.TURN_ENDED(stop_reason=StopReason.END_TURN, usage=None)))
+                    record(core.runtime_event("s1", TurnEnd(stop_reason=StopReason.END_TURN, usage=None)))
             except AcpError.Host:
                 pass  # the turn had ended under another thread
 
@@ -117,7 +122,7 @@ def test_one_client_core_used_from_several_threads() -> None:
                     lines += wire.agent_lines(agent.handle_line("c1", line))
             for line in lines:
                 for e in client.receive(line):
-                    if isinstance(e, Event.ANSWERED):
+                    if isinstance(e, Answered):
                         assert e.session_id is not None
             snap = client.snapshot(s)
             assert snap is not None and snap.violations == []

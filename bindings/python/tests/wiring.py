@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from typing import List, Optional, Sequence
 
-from acp_inject.acp_inject_ffi import SelectedPermissionOutcome
 from acp_inject import (
+    Action,
     AgentCore,
     ClientCore,
     ConnectionRole,
+    default_agent_config,
     Event,
     InjectCapabilities,
+    Line,
     Output,
     PermissionAsk,
     PermissionOption,
@@ -21,21 +23,22 @@ from acp_inject import (
     RequestPermissionOutcome,
     RuntimeAction,
     RuntimeEvent,
-    default_agent_config,
+    SelectedPermissionOutcome,
 )
+import msgspec
 
 
 def handshake(agent: AgentCore, conn: str) -> None:
     """``conn``'s ``initialize``, its answer checked and dropped: an agent serves nothing else
     before it (R-INIT-2)."""
     line = json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": 2, "info": {"name": "tests", "version": "0"}}})
-    out = [o for o in agent.handle_line(conn, line) if isinstance(o, Output.LINE)]
+    out = [o for o in agent.handle_line(conn, line) if isinstance(o, Line)]
     assert len(out) == 1 and "result" in json.loads(out[0].line), out
 
 
 def allowed(option_id: str) -> RequestPermissionOutcome:
     """The outcome of a permission request answered with ``option_id``."""
-    return RequestPermissionOutcome.SELECTED(SelectedPermissionOutcome(option_id=option_id, meta=None))
+    return SelectedPermissionOutcome(option_id=option_id)
 
 
 class Wire:
@@ -44,7 +47,7 @@ class Wire:
     def __init__(self, sessions: Sequence[str] = ("s1",), inject: Optional[InjectCapabilities] = None) -> None:
         config = default_agent_config()
         if inject is not None:
-            config.inject = inject
+            config = msgspec.structs.replace(config, inject=inject)
         self.agent = AgentCore(config)
         self.client = ClientCore(1 << 20)
         self.client.assume_capabilities(config.inject)
@@ -61,10 +64,10 @@ class Wire:
         """The lines of ``outputs`` for ``c1``; the runtime actions are kept in ``actions``."""
         lines = []
         for o in outputs:
-            if isinstance(o, Output.LINE):
+            if isinstance(o, Line):
                 if "c1" in o.to:
                     lines.append(o.line)
-            elif isinstance(o, Output.ACTION):
+            elif isinstance(o, Action):
                 self.actions.append(o.action)
         return lines
 
@@ -92,8 +95,8 @@ class Wire:
 
     def ask_permission(self, session: str, title: str = "run the tests?") -> RequestId:
         """The runtime asks for permission; the core sends the request, the client receives it."""
-        option = PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE, meta=None)
-        asked = self.agent.request_permission(session, PermissionAsk(title=title, description=None, options=[option], subject=None))
+        option = PermissionOption(option_id="allow", name="Allow", kind=PermissionOptionKind.ALLOW_ONCE)
+        asked = self.agent.request_permission(session, PermissionAsk(title=title, options=[option]))
         self.receive(self.agent_lines(asked.outputs))
         return asked.request_id
 

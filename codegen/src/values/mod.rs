@@ -40,6 +40,31 @@ mod wire;
 pub struct Model {
     pub types: Vec<TypeDef>,
     index: BTreeMap<String, usize>,
+    /// How the wire types are written in ACP's JSON (member names, union tags), for languages
+    /// whose value types also read and write the wire's JSON (Swift's `Codable`).
+    pub wire_json: WireJson,
+}
+
+/// How the wire types are written in ACP's JSON, read from the expansion's serde attributes
+/// and its unions' `TAG` and `fn tag`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WireJson {
+    /// `(type, field)` → the JSON member (`("Usage", "total_tokens")` → `totalTokens`), for
+    /// every named field of every wire struct.
+    pub members: BTreeMap<(String, String), String>,
+    /// Each tagged wire union's tag (`SessionUpdate` → `sessionUpdate`); an untagged union
+    /// (`EmbeddedResourceResource`, told apart by its members) has none.
+    pub tags: BTreeMap<String, WireTag>,
+}
+
+/// A tagged wire union's tag.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WireTag {
+    /// The JSON member holding it (`sessionUpdate`).
+    pub member: String,
+    /// Each variant's value, by the Rust variant's name (`AgentMessageChunk` →
+    /// `agent_message_chunk`).
+    pub values: BTreeMap<String, String>,
 }
 
 /// One type of the model.
@@ -304,7 +329,8 @@ impl Model {
         types[n..].sort_by_key(|t| wire_order.get(t.name.as_str()).copied().unwrap_or(usize::MAX));
         settle(&mut types)?;
         let index = types.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
-        let model = Model { types, index };
+        let wire_json = wire::json_forms(expansion)?;
+        let model = Model { types, index, wire_json };
         model.check()?;
         Ok(model)
     }

@@ -38,14 +38,14 @@ pub fn render(model: &Model, preamble: &str) -> Result<String, Error> {
         }
         out += &class_def(model, &class);
     }
-    out += "\n\n# The unions: each the classes it may be (one level: nested unions are flattened in).\n";
+    out += "\n\n# The unions: each the classes it may be (one level: nested unions are flattened in), as\n# `A | B` so that `isinstance(x, SessionUpdate)` type-checks too.\n";
     for t in &model.types {
         if let Kind::Union(u) = &t.kind {
             if u.error {
                 continue;
             }
             let members = model.members(&t.name);
-            let _ = write!(out, "\n{} = Union[{}]\n{}\n", t.name, members.join(", "), docstring_after(&t.doc));
+            let _ = write!(out, "\n{} = {}\n{}\n", t.name, members.join(" | "), docstring_after(&t.doc));
         }
     }
     for t in &model.types {
@@ -64,7 +64,7 @@ const HEADER: &str = r#"
 over or takes (the wire types of ACP and the library's own events, state and options), generated
 from the one model the Rust library and the Kotlin and Swift bindings are generated from.
 
-Classes are frozen ``msgspec.Struct``\ s: construct them with keywords (or positionally, required
+Classes are frozen ``msgspec.Struct`` values: construct them with keywords (or positionally, required
 fields first), compare and hash them by value, ``match`` on them, copy with
 ``msgspec.structs.replace``, turn into a dict with ``msgspec.structs.asdict``. A union
 (``SessionUpdate``, ``ContentBlock``, ``SessionActivity``, …) is a ``typing.Union`` of its classes.
@@ -229,7 +229,8 @@ fn class_def(model: &Model, c: &Class<'_>) -> String {
             let _ = write!(doc, "\n    {}: {}", f.name, fdoc);
         }
     }
-    let mut out = format!("\n\nclass {}({base}):\n{}", c.name, docstring(&doc, "    "));
+    // `frozen=True` again on each class: type checkers read each class statement on its own.
+    let mut out = format!("\n\nclass {}({base}, frozen=True):\n{}", c.name, docstring(&doc, "    "));
     if !c.fields.is_empty() {
         out += "\n";
     }
@@ -308,14 +309,14 @@ __all__.append({name:?})
             })
             .collect();
         let body = if fields_decl.is_empty() { "    pass\n".to_owned() } else { fields_decl };
-        let _ = write!(out, "\n\nclass _{name}{class}Value(_Class, tag={class:?}):\n{body}", class = c.name);
+        let _ = write!(out, "\n\nclass _{name}{class}Value(_Class, frozen=True, tag={class:?}):\n{body}", class = c.name);
     }
     let values: Vec<String> = classes.iter().map(|c| format!("_{name}{}Value", c.name)).collect();
     let _ = write!(
         out,
         r#"
 
-_{name}Value = Union[{values}]
+_{name}Value = {values}
 _{name}_decoder = msgspec.msgpack.Decoder(_{name}Value)
 
 
@@ -331,14 +332,14 @@ def encode_error(error: {name}) -> bytes:
     carrier = globals()["_{name}" + type(error).__name__ + "Value"]
     return _encoder.encode(carrier(**{{k: getattr(error, k) for k in error._fields}}))
 "#,
-        values = values.join(", ")
+        values = values.join(" | ")
     );
     out
 }
 
 fn exports(model: &Model) -> String {
     let names: BTreeSet<&str> = model.types.iter().filter(|t| matches!(t.kind, Kind::Union(_) | Kind::Newtype(_))).map(|t| t.name.as_str()).collect();
-    let mut out = String::from("\n\nRequestId = Union[int, str, None]\n\"\"\"A JSON-RPC request id: an integer, a string or null.\"\"\"\n\n");
+    let mut out = String::from("\n\nRequestId = int | str | None\n\"\"\"A JSON-RPC request id: an integer, a string or null.\"\"\"\n\n");
     let list: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     let _ = write!(
         out,
@@ -363,8 +364,6 @@ def decode(type: Any, data: bytes) -> Any:
         decoder = _decoders[type] = msgspec.msgpack.Decoder(type)
     return decoder.decode(data)
 
-
-__all__ += ["encode", "decode", "decode_error", "encode_error"]
 "#,
         list = list.join(", ")
     );

@@ -257,3 +257,71 @@ fn string_literals(expr: &syn::Expr) -> Vec<String> {
         _ => Vec::new(),
     }
 }
+
+/// How the wire types of `expansion` are written in ACP's JSON: each struct field's member name
+/// (`#[serde(rename = "totalTokens")]`, else the field's own name) and each tagged union's tag
+/// member and variant tags (`TAG` and `fn tag`), for languages whose value types also read and
+/// write the wire's JSON.
+pub(super) fn json_forms(expansion: &str) -> Result<super::WireJson, Error> {
+    let file: syn::File = syn::parse_str(expansion).map_err(|e| Error::Syntax(e.to_string()))?;
+    let mut out = super::WireJson::default();
+    for item in &file.items {
+        match item {
+            Item::Struct(s) if !SKIP.contains(&s.ident.to_string().as_str()) => {
+                let Fields::Named(named) = &s.fields else { continue };
+                for f in &named.named {
+                    let Some(field) = f.ident.as_ref().map(ToString::to_string) else { continue };
+                    let member = serde_rename(&f.attrs).unwrap_or_else(|| field.clone());
+                    out.members.insert((s.ident.to_string(), field), member);
+                }
+            }
+            Item::Impl(i) if i.trait_.is_none() => {
+                let Type::Path(p) = &*i.self_ty else { continue };
+                let Some(name) = p.path.get_ident().map(ToString::to_string) else { continue };
+                let mut member = None;
+                let mut values = BTreeMap::new();
+                for it in &i.items {
+                    match it {
+                        syn::ImplItem::Const(c) if c.ident == "TAG" => member = string_literals(&c.expr).into_iter().next(),
+                        syn::ImplItem::Fn(f) if f.sig.ident == "tag" => {
+                            for stmt in &f.block.stmts {
+                                let syn::Stmt::Expr(syn::Expr::Match(m), _) = stmt else { continue };
+                                for arm in &m.arms {
+                                    let syn::Pat::TupleStruct(t) = &arm.pat else { continue };
+                                    let Some(variant) = t.path.segments.last().map(|s| s.ident.to_string()) else { continue };
+                                    if let Some(tag) = string_literals(&arm.body).into_iter().next() {
+                                        values.insert(variant, tag);
+                                    }
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(member) = member {
+                    out.tags.insert(name, super::WireTag { member, values });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// The `rename` of a field's `#[serde(…)]` attributes, if any.
+fn serde_rename(attrs: &[syn::Attribute]) -> Option<String> {
+    let mut found = None;
+    for a in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = a.parse_nested_meta(|meta| {
+            if meta.path.is_ident("rename") {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                found = Some(lit.value());
+            } else if meta.input.peek(syn::Token![=]) {
+                // Another `key = value`: skip its value.
+                let _: syn::Expr = meta.value()?.parse()?;
+            }
+            Ok(())
+        });
+    }
+    found
+}

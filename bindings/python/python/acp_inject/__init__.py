@@ -59,7 +59,8 @@ __all__ = [
     "text_of",
     "turn_ended",
     "values",
-] + [name for name in values.__all__ if name not in ("encode", "decode", "decode_error", "encode_error")]
+]
+__all__ += values.__all__
 
 
 # The library's I/O runs on its own threads; stop them before the interpreter shuts down, so

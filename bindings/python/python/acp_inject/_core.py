@@ -29,7 +29,7 @@ from typing import List, Optional, Sequence, Union
 
 import msgspec
 
-from ._errors import InvalidArgument, call
+from ._errors import InvalidArgument, arg, call, checked, checks_itself
 from .acp_inject_ffi import acp_inject_ffi as _ffi
 from .content import Content, blocks
 from .values import (
@@ -54,12 +54,11 @@ from .values import (
     SteerFallback,
     TurnPhase,
     decode,
-    encode,
 )
 
 _events_decoder = msgspec.msgpack.Decoder(List[Event])
 _outputs_decoder = msgspec.msgpack.Decoder(List[Output])
-_request_id_decoder = msgspec.msgpack.Decoder(RequestId)  # type: ignore[arg-type]
+_request_id_decoder: msgspec.msgpack.Decoder[RequestId] = msgspec.msgpack.Decoder(RequestId)
 
 
 def _events(data: bytes) -> List[Event]:
@@ -71,7 +70,7 @@ def _outputs(data: bytes) -> List[Output]:
 
 
 def _request_id(data: bytes) -> RequestId:
-    return _request_id_decoder.decode(data)  # type: ignore[no-any-return]
+    return _request_id_decoder.decode(data)
 
 
 def _mode(mode: Union[InjectMode, str]) -> InjectMode:
@@ -130,6 +129,7 @@ _BULK = 64 << 10
 _port_lock = threading.Lock()
 
 
+@checked
 class ClientCore:
     """One client connection to an agent, without I/O: the calls queue lines to send
     (:meth:`take_outgoing`), the agent's output produces :class:`Event` values (an answer to a
@@ -147,25 +147,25 @@ class ClientCore:
 
     def initialize(self, client: Implementation, pending_updates: bool = True) -> RequestId:
         """``initialize`` as ``client``; ``pending_updates`` opts into the pending-list extension."""
-        return _request_id(call("ClientCore.initialize", self._inner.initialize, encode(client), pending_updates))
+        return _request_id(call("ClientCore.initialize", self._inner.initialize, arg(client), pending_updates))
 
     def assume_capabilities(self, inject: Optional[InjectCapabilities]) -> None:
         """Takes the agent's inject capabilities as known, without ``initialize``."""
-        call("ClientCore.assume_capabilities", self._inner.assume_capabilities, encode(inject))
+        call("ClientCore.assume_capabilities", self._inner.assume_capabilities, arg(inject))
 
     def assume_agent(self, protocol_version: int, inject: Optional[InjectCapabilities] = None) -> None:
         """Takes the agent's protocol version (1 or 2) and inject capabilities as known, without
         ``initialize``. A version 1 agent takes no injects: this client holds queued messages
         for it (C-HELD-1)."""
-        call("ClientCore.assume_agent", self._inner.assume_agent, protocol_version, encode(inject))
+        call("ClientCore.assume_agent", self._inner.assume_agent, protocol_version, arg(inject))
 
     def set_steer_fallback(self, fallback: Optional[SteerFallback]) -> None:
         """What a steer does when the agent takes no injects (C-HELD-3); ``None`` refuses it."""
-        call("ClientCore.set_steer_fallback", self._inner.set_steer_fallback, encode(fallback))
+        call("ClientCore.set_steer_fallback", self._inner.set_steer_fallback, arg(fallback))
 
     def protocol_version(self) -> int:
         """The protocol version ``initialize`` settled (2 until an agent answers 1)."""
-        return call("ClientCore.protocol_version", self._inner.protocol_version)
+        return int(call("ClientCore.protocol_version", self._inner.protocol_version))
 
     def open_session(self, session_id: str, mirror_json: Optional[str] = None) -> None:
         """Opens a session without ``session/new`` (restoring a mirror from ``mirror_json``)."""
@@ -173,11 +173,12 @@ class ClientCore:
 
     def mirror_json(self, session_id: str) -> Optional[str]:
         """A session's mirror as JSON, for an app that restarts without resuming."""
-        return call("ClientCore.mirror_json", self._inner.mirror_json, session_id)
+        mirror: Optional[str] = call("ClientCore.mirror_json", self._inner.mirror_json, session_id)
+        return mirror
 
     def new_session(self, cwd: str, additional_directories: Sequence[str] = (), mcp_servers: Sequence[McpServer] = ()) -> RequestId:
         """``session/new``."""
-        return _request_id(call("ClientCore.new_session", self._inner.new_session, cwd, list(additional_directories), encode(list(mcp_servers))))
+        return _request_id(call("ClientCore.new_session", self._inner.new_session, cwd, list(additional_directories), arg(list(mcp_servers))))
 
     def list_sessions(self, cwd: Optional[str] = None, cursor: Optional[str] = None) -> RequestId:
         """``session/list``."""
@@ -189,11 +190,11 @@ class ClientCore:
 
     def prompt(self, session_id: str, content: Content) -> RequestId:
         """``session/prompt``. Raises ``AcpError.Rejected`` when refused without sending."""
-        return _request_id(call("ClientCore.prompt", self._inner.prompt, session_id, encode(blocks(content))))
+        return _request_id(call("ClientCore.prompt", self._inner.prompt, session_id, arg(blocks(content))))
 
     def inject(self, session_id: str, mode: Union[InjectMode, str], content: Content) -> RequestId:
         """``session/inject``. Raises ``AcpError.Rejected`` when refused without sending."""
-        return _request_id(call("ClientCore.inject", self._inner.inject, session_id, encode(_mode(mode)), encode(blocks(content))))
+        return _request_id(call("ClientCore.inject", self._inner.inject, session_id, arg(_mode(mode)), arg(blocks(content))))
 
     def revoke(self, session_id: str, message_id: str) -> RequestId:
         """``session/revoke_inject``."""
@@ -201,7 +202,7 @@ class ClientCore:
 
     def replace(self, session_id: str, message_id: str, content: Content) -> RequestId:
         """``session/replace_inject``."""
-        return _request_id(call("ClientCore.replace", self._inner.replace, session_id, message_id, encode(blocks(content))))
+        return _request_id(call("ClientCore.replace", self._inner.replace, session_id, message_id, arg(blocks(content))))
 
     def cancel(self, session_id: str) -> None:
         """``session/cancel``."""
@@ -217,7 +218,7 @@ class ClientCore:
 
     def answer_permission(self, request: RequestId, outcome: RequestPermissionOutcome) -> None:
         """Answers an open ``session/request_permission``."""
-        call("ClientCore.answer_permission", self._inner.answer_permission, encode(request), encode(outcome))
+        call("ClientCore.answer_permission", self._inner.answer_permission, arg(request), arg(outcome))
 
     def receive(self, line: str) -> List[Event]:
         """Applies one line from the agent through UniFFI's calling convention; the events it
@@ -246,7 +247,7 @@ class ClientCore:
 
     def ignored_lines(self) -> int:
         """Lines dropped (malformed, oversized, answers to no request), counted."""
-        return call("ClientCore.ignored_lines", self._inner.ignored_lines)
+        return int(call("ClientCore.ignored_lines", self._inner.ignored_lines))
 
     def _line_port(self) -> int:
         """This object's line port, taken once (under a lock: two threads' first lines must not
@@ -259,6 +260,7 @@ class ClientCore:
                 self._port = port
             return self._port
 
+    @checks_itself
     def receive_line(self, line: Union[bytes, bytearray, memoryview, str]) -> List[Event]:
         """Applies one complete line from the agent (a trailing ``\\n`` or ``\\r\\n`` is
         allowed) and returns the events it caused: the same events as :meth:`receive`, in one
@@ -277,17 +279,20 @@ class ClientCore:
                 raise InvalidArgument(f"ClientCore.receive_line: a line is bytes or str, not {type(line).__name__}")
         return self._lines(_receive_into, line)
 
-    def feed(self, data: bytes) -> List[Event]:
+    @checks_itself
+    def feed(self, data: Union[bytes, bytearray, memoryview]) -> List[Event]:
         """Applies bytes the agent wrote, in any chunking (a line may end in a later call), and
         returns the events they caused, through the same path as :meth:`receive_line`.
 
-        Raises :class:`InvalidArgument` for anything but ``bytes``."""
+        Raises :class:`InvalidArgument` for anything but bytes (``bytes``, ``bytearray``,
+        ``memoryview``)."""
         if type(data) is not bytes:
             if not isinstance(data, (bytearray, memoryview)):
                 raise InvalidArgument(f"ClientCore.feed: bytes, not {type(data).__name__}")
             data = bytes(data)
         return self._lines(_feed_into, data)
 
+    @checks_itself
     def receive_text(self, text: str) -> List[Event]:
         """:meth:`feed` for text: any number of lines, in one call.
 
@@ -332,6 +337,7 @@ class ClientCore:
                 gc.enable()
 
 
+@checked
 class AgentCore:
     """The agent side of one agent process (all its sessions), without I/O: the host moves the
     bytes of each connection and runs the turns; the core speaks the protocol. Every call
@@ -340,26 +346,26 @@ class AgentCore:
 
     def __init__(self, config: AgentConfig) -> None:
         """An agent keeping its sessions in memory."""
-        self._inner = call("AgentCore", _ffi.AgentCore, encode(config))
+        self._inner = call("AgentCore", _ffi.AgentCore, arg(config))
 
     @classmethod
     def open(cls, config: AgentConfig, path: str) -> "AgentCore":
         """An agent on a store at ``path``: a SQLite file (created if missing), or a
         ``postgres://`` URL several agent hosts share. Its sessions outlive the process."""
         core = cls.__new__(cls)
-        core._inner = call("AgentCore.open", _ffi.AgentCore.open, encode(config), path)
+        core._inner = call("AgentCore.open", _ffi.AgentCore.open, arg(config), path)
         return core
 
     @classmethod
     def restore(cls, config: AgentConfig, snapshot: str) -> "AgentCore":
         """An agent continuing from :meth:`snapshot` (history starts empty)."""
         core = cls.__new__(cls)
-        core._inner = call("AgentCore.restore", _ffi.AgentCore.restore, encode(config), snapshot)
+        core._inner = call("AgentCore.restore", _ffi.AgentCore.restore, arg(config), snapshot)
         return core
 
     def attach(self, connection: str, role: ConnectionRole = ConnectionRole.CONTROLLER) -> None:
         """Registers a connection with a role."""
-        call("AgentCore.attach", self._inner.attach, connection, encode(role))
+        call("AgentCore.attach", self._inner.attach, connection, arg(role))
 
     def detach(self, connection: str) -> None:
         """A connection went away: it is detached from every session, and the agent's requests
@@ -372,7 +378,7 @@ class AgentCore:
 
     def attach_to_session(self, connection: str, session_id: str) -> bool:
         """Attaches a connection to a live session; ``False`` when the session is not live."""
-        return call("AgentCore.attach_to_session", self._inner.attach_to_session, connection, session_id)
+        return bool(call("AgentCore.attach_to_session", self._inner.attach_to_session, connection, session_id))
 
     def attached(self, session_id: str) -> List[str]:
         """The connections attached to a session."""
@@ -380,7 +386,7 @@ class AgentCore:
 
     def create_session(self, session_id: str, cwd: str) -> bool:
         """Creates an idle session with a chosen id; ``False`` when the id is taken."""
-        return call("AgentCore.create_session", self._inner.create_session, session_id, cwd)
+        return bool(call("AgentCore.create_session", self._inner.create_session, session_id, cwd))
 
     def forget_session(self, session_id: str) -> None:
         """Forgets a session and its history."""
@@ -388,11 +394,12 @@ class AgentCore:
 
     def is_live(self, session_id: str) -> bool:
         """Whether the agent holds the session live (R-STATUS-1)."""
-        return call("AgentCore.is_live", self._inner.is_live, session_id)
+        return bool(call("AgentCore.is_live", self._inner.is_live, session_id))
 
     def renew_every_ms(self) -> Optional[int]:
         """On a store several hosts share: how often to call :meth:`renew_leases`."""
-        return call("AgentCore.renew_every_ms", self._inner.renew_every_ms)
+        every: Optional[int] = call("AgentCore.renew_every_ms", self._inner.renew_every_ms)
+        return every
 
     def renew_leases(self) -> None:
         """On a store several hosts share: extends this host's leases."""
@@ -426,17 +433,17 @@ class AgentCore:
     def request_permission(self, session_id: str, ask: PermissionAsk) -> PermissionRequestSent:
         """Asks the session's controllers for permission (R-PERM-2): the request's id and the
         outputs; the answer comes later as a ``PermissionAnswered`` action with that id."""
-        sent = call("AgentCore.request_permission", self._inner.request_permission, session_id, encode(ask))
+        sent = call("AgentCore.request_permission", self._inner.request_permission, session_id, arg(ask))
         return decode(PermissionRequestSent, sent)  # type: ignore[no-any-return]
 
     def runtime_event(self, session_id: str, event: RuntimeEvent) -> List[Output]:
         """Applies a runtime event of a session; every output it caused. Raises ``AcpError.Host``
         when the core cannot apply it (nothing was emitted)."""
-        return _outputs(call("AgentCore.runtime_event", self._inner.runtime_event, session_id, encode(event)))
+        return _outputs(call("AgentCore.runtime_event", self._inner.runtime_event, session_id, arg(event)))
 
     def mint_agent_message_id(self) -> str:
         """A fresh id for an agent message or thought."""
-        return call("AgentCore.mint_agent_message_id", self._inner.mint_agent_message_id)
+        return str(call("AgentCore.mint_agent_message_id", self._inner.mint_agent_message_id))
 
     def history(self, session_id: str) -> List[HistoryEntry]:
         """The session's history (R-REPLAY-1), as stored."""
@@ -448,7 +455,7 @@ class AgentCore:
 
     def snapshot(self) -> str:
         """The live state as JSON, for :meth:`restore` (drain first)."""
-        return call("AgentCore.snapshot", self._inner.snapshot)
+        return str(call("AgentCore.snapshot", self._inner.snapshot))
 
 
 def default_agent_config(name: Optional[str] = None, version: Optional[str] = None) -> AgentConfig:
@@ -461,5 +468,5 @@ def default_agent_config(name: Optional[str] = None, version: Optional[str] = No
 
 def library_version() -> str:
     """The library's version."""
-    return call("library_version", _ffi.library_version)
+    return str(call("library_version", _ffi.library_version))
 

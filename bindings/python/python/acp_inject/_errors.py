@@ -9,12 +9,14 @@ argument into :class:`InvalidArgument`.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any, Awaitable, Callable, NoReturn, TypeVar
 
 import msgspec
 
 from .acp_inject_ffi import acp_inject_ffi as _ffi
-from .values import AcpError, _AcpErrorInvalidInput, decode_error, encode_error
+from .values import AcpError, _AcpErrorInvalidInput, decode_error, encode, encode_error
 
 T = TypeVar("T")
 
@@ -58,8 +60,73 @@ async def acall(what: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         raise decode_error(e.error) from None
 
 
+def arg(value: Any) -> bytes:
+    """``value`` encoded for the library; a value that is none of the library's (an object of
+    another class somewhere inside it) is an :class:`InvalidArgument`."""
+    try:
+        return encode(value)
+    except _MISMATCHES as e:
+        raise InvalidArgument(f"{type(value).__name__} cannot be sent: {e}") from None
+
+
 def to_ffi(e: BaseException) -> BaseException:
     """What a runtime's error becomes for the library: an :class:`AcpError` crosses as itself;
     anything else is the runtime's failure (``Internal``), its text kept."""
     error = e if isinstance(e, AcpError) else AcpError.Internal(f"{type(e).__name__}: {e}")
     return _ffi.FfiError.Failed(str(error), encode_error(error))  # type: ignore[no-any-return]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=type)
+
+
+def _checked(fn: F, label: str) -> F:
+    """``fn``, with a wrong argument (a Python ``TypeError``, ``ValueError`` or
+    ``AttributeError`` raised while its arguments are taken apart) raised as
+    :class:`InvalidArgument` naming ``label``."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def checked_async(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except AcpError:
+                raise
+            except _MISMATCHES as e:
+                raise InvalidArgument(f"{label}: {e}") from e
+
+        return checked_async  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def checked_sync(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AcpError:
+            raise
+        except _MISMATCHES as e:
+            raise InvalidArgument(f"{label}: {e}") from e
+
+    return checked_sync  # type: ignore[return-value]
+
+
+def checked(cls: C) -> C:
+    """Class decorator for the package's own classes: each public method (and ``__init__``) the
+    class defines raises :class:`InvalidArgument` for a wrong argument. Async generators and
+    methods marked :func:`checks_itself` (hot paths that check their arguments) are left as
+    they are."""
+    for attr, raw in list(vars(cls).items()):
+        if attr.startswith("_") and attr != "__init__":
+            continue
+        label = cls.__name__ if attr == "__init__" else f"{cls.__name__}.{attr}"
+        if isinstance(raw, classmethod):
+            setattr(cls, attr, classmethod(_checked(raw.__func__, label)))
+        elif inspect.isfunction(raw) and not inspect.isasyncgenfunction(raw) and not getattr(raw, "_checks_itself", False):
+            setattr(cls, attr, _checked(raw, label))
+    return cls
+
+
+def checks_itself(fn: F) -> F:
+    """Marks a method that raises :class:`InvalidArgument` itself (a hot path that should not
+    pay for a second wrapper): :func:`checked` leaves it alone."""
+    fn._checks_itself = True  # type: ignore[attr-defined]
+    return fn

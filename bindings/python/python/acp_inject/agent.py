@@ -22,7 +22,7 @@ import asyncio
 from typing import Any, List, Optional, Sequence, Tuple, cast
 
 from ._core import default_agent_config
-from ._errors import acall, call, to_ffi
+from ._errors import acall, arg, call, checked, to_ffi
 from .acp_inject_ffi import acp_inject_ffi as _ffi
 from .content import text
 from .values import (
@@ -45,10 +45,10 @@ from .values import (
     TurnEnd,
     UserInput,
     decode,
-    encode,
 )
 
 
+@checked
 class Turn:
     """One running turn: what the agent says and does, and what the user sends meanwhile."""
 
@@ -78,7 +78,7 @@ class Turn:
 
     def send(self, update: SessionUpdate) -> None:
         """Sends any of the agent's own updates (thoughts, plans, usage, session info, …)."""
-        call("Turn.send", self._ctx.send, encode(update))
+        call("Turn.send", self._ctx.send, arg(update))
 
     def tool_call(
         self,
@@ -97,7 +97,7 @@ class Turn:
     def break_point(self, kind: BreakPoint = BreakPoint.TOOL_RESULT) -> List[UserInput]:
         """A safe point (a tool result, between model steps): steers sent meanwhile are
         delivered now and returned, for the model to read."""
-        return decode(List[UserInput], call("Turn.break_point", self._ctx.break_point, encode(kind)))  # type: ignore[no-any-return]
+        return decode(List[UserInput], call("Turn.break_point", self._ctx.break_point, arg(kind)))  # type: ignore[no-any-return]
 
     def stream_started(self) -> None:
         """A model stream with no tool call pending began."""
@@ -147,7 +147,7 @@ class Turn:
             PermissionOption(option_id=oid, name=name, kind=kind)
             for oid, name, kind in (options or (("allow", "Allow", PermissionOptionKind.ALLOW_ONCE), ("reject", "Reject", PermissionOptionKind.REJECT_ONCE)))
         ]
-        answer = await acall("Turn.permission", self._ctx.request_permission, title, None, encode(opts), tool_call_id)
+        answer = await acall("Turn.permission", self._ctx.request_permission, title, None, arg(opts), tool_call_id)
         outcome: RequestPermissionOutcome = decode(RequestPermissionOutcome, answer)
         if isinstance(outcome, SelectedPermissionOutcome):
             return outcome.option_id
@@ -186,7 +186,7 @@ class _Runtime(_ffi.AgentRuntime):  # type: ignore[misc]
             end = await self._agent.run(t, decode(List[UserInput], input))
             if end is None:
                 end = TurnEnd(stop_reason=StopReason.CANCELLED if t.cancelled else StopReason.END_TURN)
-            return encode(end)
+            return arg(end)
         except Exception as e:
             raise to_ffi(e) from e
 
@@ -222,7 +222,7 @@ def agent_config(name: str, version: str = "0.1.0", steer_in_stream: str = "fini
 
 
 def _server(agent: Agent, config: Optional[AgentConfig], store: Optional[str]) -> Any:
-    return call("AgentServer", _ffi.AgentServer, _Runtime(agent), encode(config or agent_config(type(agent).__name__)), store)
+    return call("AgentServer", _ffi.AgentServer, _Runtime(agent), arg(config or agent_config(type(agent).__name__)), store)
 
 
 async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store: Optional[str] = None) -> None:
@@ -235,6 +235,7 @@ async def serve_stdio(agent: Agent, config: Optional[AgentConfig] = None, store:
     await acall("serve_stdio", _server(agent, config, store).run_stdio)
 
 
+@checked
 class Listening:
     """An agent serving over the network (see :func:`listen`): its endpoint's ``url``, and
     :meth:`close` to stop."""
@@ -257,7 +258,7 @@ class Listening:
         finally:
             # The library no longer calls the agent: later calls run on whatever loop they
             # are awaited from (this one may be closed next).
-            _ffi.uniffi_set_event_loop(None)  # type: ignore[arg-type]
+            _ffi.uniffi_set_event_loop(None)
 
     async def __aenter__(self) -> "Listening":
         return self
@@ -290,7 +291,7 @@ async def listen(
         server = _server(agent, config, store)
         url = await acall("listen", server.listen, addr, token, list(allowed_origins))
     except BaseException:
-        _ffi.uniffi_set_event_loop(None)  # type: ignore[arg-type]
+        _ffi.uniffi_set_event_loop(None)
         raise
     return Listening(server, url)
 

@@ -28,7 +28,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Generator, Li
 
 import msgspec
 
-from ._errors import acall, call
+from ._errors import acall, arg, call, checked
 from .acp_inject_ffi import acp_inject_ffi as _ffi
 from .content import Content, blocks
 from .values import (
@@ -58,7 +58,6 @@ from .values import (
     StopReason,
     UserMessage,
     decode,
-    encode,
 )
 
 #: Answers the agent's permission requests: given the request, the id of the option the user
@@ -66,7 +65,6 @@ from .values import (
 PermissionHandler = Callable[[RequestPermissionRequest], Awaitable[Optional[str]]]
 
 _activities = msgspec.msgpack.Decoder(List[SessionActivity])
-_UPDATES = SessionUpdate.__args__  # type: ignore[attr-defined]
 
 
 def _mode(mode: Union[InjectMode, str]) -> InjectMode:
@@ -76,6 +74,7 @@ def _mode(mode: Union[InjectMode, str]) -> InjectMode:
         raise ValueError(f"unknown inject mode {mode!r} (queue or steer)") from None
 
 
+@checked
 class Session:
     """A session open on a :class:`Client`.
 
@@ -147,13 +146,13 @@ class Session:
         reason). During a turn an agent on this toolkit holds the prompt and inserts it when
         the turn ends (so this returns then); :meth:`inject` says when a message mid-turn is
         delivered."""
-        message_id = decode(Optional[str], await acall("Session.prompt", self._inner.prompt, encode(blocks(content))))
+        message_id = decode(Optional[str], await acall("Session.prompt", self._inner.prompt, arg(blocks(content))))
         return PromptTurn(self, message_id)
 
     async def inject(self, content: Content, mode: Union[InjectMode, str] = InjectMode.QUEUE) -> str:
         """``session/inject`` (``queue`` by default, or ``steer``); returns the message's id.
         Raises ``AcpError.Rejected`` without sending when the agent does not offer the mode."""
-        return await acall("Session.inject", self._inner.inject, encode(_mode(mode)), encode(blocks(content)))
+        return await acall("Session.inject", self._inner.inject, arg(_mode(mode)), arg(blocks(content)))
 
     async def revoke(self, message_id: str) -> None:
         """``session/revoke_inject`` of one of this client's pending injects."""
@@ -161,7 +160,7 @@ class Session:
 
     async def replace(self, message_id: str, content: Content) -> None:
         """``session/replace_inject``: new content, same id, mode and position."""
-        await acall("Session.replace", self._inner.replace, message_id, encode(blocks(content)))
+        await acall("Session.replace", self._inner.replace, message_id, arg(blocks(content)))
 
     def cancel(self) -> None:
         """``session/cancel``: the running turn ends ``cancelled``; pending injects survive."""
@@ -191,7 +190,7 @@ class Session:
 
     def answer_permission(self, request: RequestId, outcome: RequestPermissionOutcome) -> None:
         """Answers a permission request."""
-        call("Session.answer_permission", self._inner.answer_permission, encode(request), encode(outcome))
+        call("Session.answer_permission", self._inner.answer_permission, arg(request), arg(outcome))
 
     async def next_events(self) -> List[SessionActivity]:
         """Waits for activity and returns all of it (one batch per read from the agent, or all
@@ -287,7 +286,7 @@ class PromptTurn:
                 raise AcpError.InvalidInput(
                     f"the agent asks permission ({activity.params.title!r}) and session {self.session.id} has no on_permission handler"
                 )
-            if isinstance(activity, _UPDATES):
+            if isinstance(activity, SessionUpdate):
                 if self._see(activity):
                     updates.append(activity)
                     if self._ended:
@@ -321,6 +320,7 @@ class PromptTurn:
         return self._ended
 
 
+@checked
 class Client:
     """A connection to one agent (see :func:`connect`)."""
 
@@ -349,7 +349,7 @@ class Client:
     ) -> Session:
         """``session/new``, in ``cwd`` (the current directory by default)."""
         where = os.path.abspath(cwd) if cwd is not None else os.getcwd()
-        inner = await acall("Connection.new_session", self._inner.new_session, where, list(additional_directories), encode(list(mcp_servers)))
+        inner = await acall("Connection.new_session", self._inner.new_session, where, list(additional_directories), arg(list(mcp_servers)))
         return Session(inner, self.on_permission)
 
     async def list_sessions(self, cwd: Optional[str] = None, cursor: Optional[str] = None) -> SessionPage:
@@ -418,7 +418,7 @@ class _Connecting:
         return self._open().__await__()
 
     async def _open(self) -> Client:
-        options = encode(self._options)
+        options = arg(self._options)
         if isinstance(self._target, str):
             inner = await acall("connect", _ffi.connect_url, self._target, self._token, options)
         else:

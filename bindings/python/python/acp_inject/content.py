@@ -9,8 +9,6 @@ from .values import ContentBlock, TextContent
 #: What the calls that take content accept: a string (one text block), a block, or blocks.
 Content = Union[str, ContentBlock, Sequence[ContentBlock]]
 
-_BLOCKS = ContentBlock.__args__  # type: ignore[attr-defined]
-
 
 def text(value: str) -> TextContent:
     """A text content block."""
@@ -21,7 +19,7 @@ def blocks(content: Content) -> List[ContentBlock]:
     """``content`` as a list of blocks (a string becomes one text block)."""
     if isinstance(content, str):
         return [TextContent(text=content)]
-    if isinstance(content, _BLOCKS):
+    if isinstance(content, ContentBlock):
         return [content]
     return list(content)
 
@@ -31,6 +29,6 @@ def text_of(content: Union[ContentBlock, Iterable[ContentBlock], None]) -> str:
     ``""`` for ``None``."""
     if content is None:
         return ""
-    if isinstance(content, _BLOCKS):
+    if isinstance(content, ContentBlock):
         return content.text if isinstance(content, TextContent) else ""
     return "".join(b.text for b in content if isinstance(b, TextContent))

@@ -5,7 +5,7 @@
 over or takes (the wire types of ACP and the library's own events, state and options), generated
 from the one model the Rust library and the Kotlin and Swift bindings are generated from.
 
-Classes are frozen ``msgspec.Struct``\ s: construct them with keywords (or positionally, required
+Classes are frozen ``msgspec.Struct`` values: construct them with keywords (or positionally, required
 fields first), compare and hash them by value, ``match`` on them, copy with
 ``msgspec.structs.replace``, turn into a dict with ``msgspec.structs.asdict``. A union
 (``SessionUpdate``, ``ContentBlock``, ``SessionActivity``, …) is a ``typing.Union`` of its classes.
@@ -625,7 +625,7 @@ class Role(_OpenEnum):
 __all__.append("Role")
 
 
-class PendingItem(_Class):
+class PendingItem(_Class, frozen=True):
     """One of this client's own prompts or injects, as a UI shows it.
 
     Attributes:
@@ -648,7 +648,7 @@ class PendingItem(_Class):
 __all__.append("PendingItem")
 
 
-class TranscriptEntry(_Value):
+class TranscriptEntry(_Value, frozen=True):
     """A message of the transcript.
 
     Attributes:
@@ -665,7 +665,7 @@ class TranscriptEntry(_Value):
 __all__.append("TranscriptEntry")
 
 
-class Violation(_Class):
+class Violation(_Class, frozen=True):
     """A protocol violation the client's mirror detected.
 
     Attributes:
@@ -680,7 +680,7 @@ class Violation(_Class):
 __all__.append("Violation")
 
 
-class Affordances(_Value):
+class Affordances(_Value, frozen=True):
     """What a UI may offer for a session (C-PEND-3).
 
     Attributes:
@@ -697,7 +697,7 @@ class Affordances(_Value):
 __all__.append("Affordances")
 
 
-class MirrorSnapshot(_Value):
+class MirrorSnapshot(_Value, frozen=True):
     """Everything a client UI renders for one session.
 
     Attributes:
@@ -728,7 +728,7 @@ class MirrorSnapshot(_Value):
 __all__.append("MirrorSnapshot")
 
 
-class ProtocolError(_Class):
+class ProtocolError(_Class, frozen=True):
     """An error the agent answered to one of this client's requests.
 
     Attributes:
@@ -749,7 +749,7 @@ class ProtocolError(_Class):
 __all__.append("ProtocolError")
 
 
-class SessionPage(_Class):
+class SessionPage(_Class, frozen=True):
     """One page of `session/list`.
 
     Attributes:
@@ -764,7 +764,7 @@ class SessionPage(_Class):
 __all__.append("SessionPage")
 
 
-class SessionCreated(_Class):
+class SessionCreated(_Class, frozen=True):
     """`session/new`: the new session, now open on this connection.
 
     Attributes:
@@ -777,14 +777,14 @@ class SessionCreated(_Class):
 __all__.append("SessionCreated")
 
 
-class Resumed(_Class):
+class Resumed(_Class, frozen=True):
     """`session/resume`: the session is open on this connection (any replay came first)."""
 
 
 __all__.append("Resumed")
 
 
-class Accepted(_Class):
+class Accepted(_Class, frozen=True):
     """`session/prompt` or `session/inject`: the message is in.
 
     Attributes:
@@ -797,28 +797,28 @@ class Accepted(_Class):
 __all__.append("Accepted")
 
 
-class Revoked(_Class):
+class Revoked(_Class, frozen=True):
     """`session/revoke_inject`."""
 
 
 __all__.append("Revoked")
 
 
-class Replaced(_Class):
+class Replaced(_Class, frozen=True):
     """`session/replace_inject`."""
 
 
 __all__.append("Replaced")
 
 
-class Closed(_Class):
+class Closed(_Class, frozen=True):
     """`session/close`."""
 
 
 __all__.append("Closed")
 
 
-class StatusReport(_Class):
+class StatusReport(_Class, frozen=True):
     """`session/status` (C-STATUS-1).
 
     Attributes:
@@ -833,14 +833,14 @@ class StatusReport(_Class):
 __all__.append("StatusReport")
 
 
-class SessionClosed(_Class):
+class SessionClosed(_Class, frozen=True):
     """The session was closed; pending items will not be delivered."""
 
 
 __all__.append("SessionClosed")
 
 
-class Tolerated(_Class):
+class Tolerated(_Class, frozen=True):
     """Tolerant decoding dropped these values from the session's last update.
 
     Attributes:
@@ -853,7 +853,7 @@ class Tolerated(_Class):
 __all__.append("Tolerated")
 
 
-class Answered(_Class):
+class Answered(_Class, frozen=True):
     """A request of this client was answered.
 
     Attributes:
@@ -872,7 +872,7 @@ class Answered(_Class):
 __all__.append("Answered")
 
 
-class InSession(_Class):
+class InSession(_Class, frozen=True):
     """Activity in a session open on this connection.
 
     Attributes:
@@ -887,7 +887,7 @@ class InSession(_Class):
 __all__.append("InSession")
 
 
-class PermissionRequested(_Class):
+class PermissionRequested(_Class, frozen=True):
     """The agent asks the user for permission.
 
     Attributes:
@@ -902,7 +902,7 @@ class PermissionRequested(_Class):
 __all__.append("PermissionRequested")
 
 
-class Ignored(_Class):
+class Ignored(_Class, frozen=True):
     """A line or message this client could not use (for logs).
 
     Attributes:
@@ -915,7 +915,7 @@ class Ignored(_Class):
 __all__.append("Ignored")
 
 
-class TurnEnd(_Class):
+class TurnEnd(_Class, frozen=True):
     """How a turn ended, as the runtime reports it.
 
     Attributes:
@@ -932,7 +932,7 @@ class TurnEnd(_Class):
 __all__.append("TurnEnd")
 
 
-class Policy(_Value):
+class Policy(_Value, frozen=True):
     """How an agent behaves.
 
     Attributes:
@@ -957,7 +957,7 @@ class Policy(_Value):
 __all__.append("Policy")
 
 
-class AgentInfo(_Value):
+class AgentInfo(_Value, frozen=True):
     """The agent's name and version, as `initialize` reports them.
 
     Attributes:
@@ -972,7 +972,7 @@ class AgentInfo(_Value):
 __all__.append("AgentInfo")
 
 
-class SetupSupport(_Value):
+class SetupSupport(_Value, frozen=True):
     """Session-setup features the agent's host supports, advertised in `initialize`.
 
     Attributes:
@@ -989,7 +989,7 @@ class SetupSupport(_Value):
 __all__.append("SetupSupport")
 
 
-class AgentConfig(_Value):
+class AgentConfig(_Value, frozen=True):
     """What an agent advertises and how it behaves.
 
     Attributes:
@@ -1008,7 +1008,7 @@ class AgentConfig(_Value):
 __all__.append("AgentConfig")
 
 
-class UserInput(_Value):
+class UserInput(_Value, frozen=True):
     """A user message handed to the runtime.
 
     Attributes:
@@ -1023,7 +1023,7 @@ class UserInput(_Value):
 __all__.append("UserInput")
 
 
-class SessionSetup(_Value):
+class SessionSetup(_Value, frozen=True):
     """The parameters of `session/new` or `session/resume`, for the runtime to set the session up.
 
     Attributes:
@@ -1040,7 +1040,7 @@ class SessionSetup(_Value):
 __all__.append("SessionSetup")
 
 
-class SessionOpened(_Class):
+class SessionOpened(_Class, frozen=True):
     """A client created the session: set it up.
 
     Attributes:
@@ -1053,7 +1053,7 @@ class SessionOpened(_Class):
 __all__.append("SessionOpened")
 
 
-class SessionResumed(_Class):
+class SessionResumed(_Class, frozen=True):
     """A client resumed the session: set it up again (its history was replayed by the core if asked).
 
     Attributes:
@@ -1066,7 +1066,7 @@ class SessionResumed(_Class):
 __all__.append("SessionResumed")
 
 
-class StartTurn(_Class):
+class StartTurn(_Class, frozen=True):
     """Begin a new turn whose opening input is these messages.
 
     Attributes:
@@ -1079,7 +1079,7 @@ class StartTurn(_Class):
 __all__.append("StartTurn")
 
 
-class Deliver(_Class):
+class Deliver(_Class, frozen=True):
     """Feed these user messages to the model now (at a break-point).
 
     Attributes:
@@ -1092,21 +1092,21 @@ class Deliver(_Class):
 __all__.append("Deliver")
 
 
-class InterruptStream(_Class):
+class InterruptStream(_Class, frozen=True):
     """Cut the current model stream (`steerInStream: interrupt`); report a `model_step` break-point after cutting."""
 
 
 __all__.append("InterruptStream")
 
 
-class CancelTurn(_Class):
+class CancelTurn(_Class, frozen=True):
     """Stop the turn, then report its end (the core reports `cancelled`)."""
 
 
 __all__.append("CancelTurn")
 
 
-class PermissionAnswered(_Class):
+class PermissionAnswered(_Class, frozen=True):
     """The answer to the runtime's permission request with this id.
 
     Attributes:
@@ -1121,7 +1121,7 @@ class PermissionAnswered(_Class):
 __all__.append("PermissionAnswered")
 
 
-class ReleaseSession(_Class):
+class ReleaseSession(_Class, frozen=True):
     """The session was closed (or left this host's memory): stop any work for it and free its resources.
 
     Attributes:
@@ -1136,7 +1136,7 @@ class ReleaseSession(_Class):
 __all__.append("ReleaseSession")
 
 
-class Line(_Class):
+class Line(_Class, frozen=True):
     """A JSON-RPC line for these connections.
 
     Attributes:
@@ -1151,7 +1151,7 @@ class Line(_Class):
 __all__.append("Line")
 
 
-class Action(_Class):
+class Action(_Class, frozen=True):
     """An instruction for the runtime of one session.
 
     Attributes:
@@ -1166,7 +1166,7 @@ class Action(_Class):
 __all__.append("Action")
 
 
-class PermissionAsk(_Class):
+class PermissionAsk(_Class, frozen=True):
     """What a runtime asks the user (the body of `session/request_permission`; the core adds the session and the id).
 
     Attributes:
@@ -1185,7 +1185,7 @@ class PermissionAsk(_Class):
 __all__.append("PermissionAsk")
 
 
-class BreakPointReached(_Class):
+class BreakPointReached(_Class, frozen=True):
     """The agent loop reached a safe break-point: pending steers are delivered here.
 
     Attributes:
@@ -1198,21 +1198,21 @@ class BreakPointReached(_Class):
 __all__.append("BreakPointReached")
 
 
-class StreamStarted(_Class):
+class StreamStarted(_Class, frozen=True):
     """A model stream with no tool call pending began."""
 
 
 __all__.append("StreamStarted")
 
 
-class StreamFinished(_Class):
+class StreamFinished(_Class, frozen=True):
     """That stream ended."""
 
 
 __all__.append("StreamFinished")
 
 
-class WithdrawPermission(_Class):
+class WithdrawPermission(_Class, frozen=True):
     """Give up on an open permission request: it is answered `cancelled` now.
 
     Attributes:
@@ -1225,35 +1225,35 @@ class WithdrawPermission(_Class):
 __all__.append("WithdrawPermission")
 
 
-class ModelPaused(_Class):
+class ModelPaused(_Class, frozen=True):
     """The model process paused (rate limit, usage cap)."""
 
 
 __all__.append("ModelPaused")
 
 
-class ModelResumed(_Class):
+class ModelResumed(_Class, frozen=True):
     """The pause cleared."""
 
 
 __all__.append("ModelResumed")
 
 
-class TurnStarted(_Class):
+class TurnStarted(_Class, frozen=True):
     """The runtime started a turn on its own, with no user message."""
 
 
 __all__.append("TurnStarted")
 
 
-class CloseSession(_Class):
+class CloseSession(_Class, frozen=True):
     """The agent closes the session itself."""
 
 
 __all__.append("CloseSession")
 
 
-class ClearAgentMessage(_Class):
+class ClearAgentMessage(_Class, frozen=True):
     """Clear the content streamed so far for an agent message (C-MSG-2).
 
     Attributes:
@@ -1266,7 +1266,7 @@ class ClearAgentMessage(_Class):
 __all__.append("ClearAgentMessage")
 
 
-class DeliveredMessage(_Class):
+class DeliveredMessage(_Class, frozen=True):
     """A delivered user message with its final content.
 
     Attributes:
@@ -1281,7 +1281,7 @@ class DeliveredMessage(_Class):
 __all__.append("DeliveredMessage")
 
 
-class TurnActivity(_Value):
+class TurnActivity(_Value, frozen=True):
     """What an in-progress turn carries.
 
     Attributes:
@@ -1296,14 +1296,14 @@ class TurnActivity(_Value):
 __all__.append("TurnActivity")
 
 
-class TurnIdle(_Class):
+class TurnIdle(_Class, frozen=True):
     """No turn in progress."""
 
 
 __all__.append("TurnIdle")
 
 
-class TurnRunning(_Class):
+class TurnRunning(_Class, frozen=True):
     """Foreground work, nothing holding it.
 
     Attributes:
@@ -1316,7 +1316,7 @@ class TurnRunning(_Class):
 __all__.append("TurnRunning")
 
 
-class TurnRequiresAction(_Class):
+class TurnRequiresAction(_Class, frozen=True):
     """At least one permission request is open (R-PERM-1).
 
     Attributes:
@@ -1333,7 +1333,7 @@ class TurnRequiresAction(_Class):
 __all__.append("TurnRequiresAction")
 
 
-class TurnPaused(_Class):
+class TurnPaused(_Class, frozen=True):
     """A model-process pause (rate limit, usage cap).
 
     Attributes:
@@ -1346,7 +1346,7 @@ class TurnPaused(_Class):
 __all__.append("TurnPaused")
 
 
-class PermissionRequestSent(_Value):
+class PermissionRequestSent(_Value, frozen=True):
     """A permission request the agent core sent: its id and the outputs the call caused.
 
     Attributes:
@@ -1361,7 +1361,7 @@ class PermissionRequestSent(_Value):
 __all__.append("PermissionRequestSent")
 
 
-class ConnectOptions(_Value):
+class ConnectOptions(_Value, frozen=True):
     """How a client connects to an agent.
 
     Attributes:
@@ -1386,7 +1386,7 @@ class ConnectOptions(_Value):
 __all__.append("ConnectOptions")
 
 
-class AgentCapabilities(_Value):
+class AgentCapabilities(_Value, frozen=True):
     """Capabilities supported by the agent.
 
     Advertised during initialization to inform the client about
@@ -1406,7 +1406,7 @@ class AgentCapabilities(_Value):
 __all__.append("AgentCapabilities")
 
 
-class AgentMessage(_Class):
+class AgentMessage(_Class, frozen=True):
     """An agent message has been created or updated.
 
     Agents can send this in addition to streamed chunks. When a client
@@ -1427,7 +1427,7 @@ class AgentMessage(_Class):
 __all__.append("AgentMessage")
 
 
-class AgentMessageChunk(_Class):
+class AgentMessageChunk(_Class, frozen=True):
     """A chunk of the agent's response being streamed.
 
     Attributes:
@@ -1444,7 +1444,7 @@ class AgentMessageChunk(_Class):
 __all__.append("AgentMessageChunk")
 
 
-class AgentMessageClear(_Class):
+class AgentMessageClear(_Class, frozen=True):
     """Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 
     Attributes:
@@ -1459,7 +1459,7 @@ class AgentMessageClear(_Class):
 __all__.append("AgentMessageClear")
 
 
-class AgentThought(_Class):
+class AgentThought(_Class, frozen=True):
     """An agent thought or reasoning message has been created or updated.
 
     Agents can send this in addition to streamed chunks. When a client
@@ -1480,7 +1480,7 @@ class AgentThought(_Class):
 __all__.append("AgentThought")
 
 
-class AgentThoughtChunk(_Class):
+class AgentThoughtChunk(_Class, frozen=True):
     """A chunk of the agent's internal reasoning being streamed.
 
     Attributes:
@@ -1497,7 +1497,7 @@ class AgentThoughtChunk(_Class):
 __all__.append("AgentThoughtChunk")
 
 
-class Annotations(_Value):
+class Annotations(_Value, frozen=True):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 
     Attributes:
@@ -1516,7 +1516,7 @@ class Annotations(_Value):
 __all__.append("Annotations")
 
 
-class AudioContent(_Class):
+class AudioContent(_Class, frozen=True):
     """Audio data for transcription or analysis.
 
     Requires the `audio` prompt capability when included in prompts.
@@ -1537,7 +1537,7 @@ class AudioContent(_Class):
 __all__.append("AudioContent")
 
 
-class BackgroundSubagent(_Class):
+class BackgroundSubagent(_Class, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1557,7 +1557,7 @@ class BackgroundSubagent(_Class):
 __all__.append("BackgroundSubagent")
 
 
-class BackgroundTerminal(_Class):
+class BackgroundTerminal(_Class, frozen=True):
     """A process that keeps running after its tool call returned control to the model.
     Live until its `terminal_update` reports `exitStatus`.
 
@@ -1573,7 +1573,7 @@ class BackgroundTerminal(_Class):
 __all__.append("BackgroundTerminal")
 
 
-class BackgroundToolCall(_Class):
+class BackgroundToolCall(_Class, frozen=True):
     """Work started by a tool call that continues without a process of its own, such as
     a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
     stay listed.
@@ -1590,7 +1590,7 @@ class BackgroundToolCall(_Class):
 __all__.append("BackgroundToolCall")
 
 
-class BlobResourceContents(_Class):
+class BlobResourceContents(_Class, frozen=True):
     """Binary resource contents.
 
     Attributes:
@@ -1609,7 +1609,7 @@ class BlobResourceContents(_Class):
 __all__.append("BlobResourceContents")
 
 
-class CancelledPermissionOutcome(_Class):
+class CancelledPermissionOutcome(_Class, frozen=True):
     """The request was not approved and no option was selected: the session's work was
     cancelled, the user dismissed the prompt, or the client declined it by policy.
     Agents MUST NOT proceed with the operation.
@@ -1631,7 +1631,7 @@ class CancelledPermissionOutcome(_Class):
 __all__.append("CancelledPermissionOutcome")
 
 
-class Cost(_Value):
+class Cost(_Value, frozen=True):
     """Cost information for a session.
 
     Attributes:
@@ -1648,7 +1648,7 @@ class Cost(_Value):
 __all__.append("Cost")
 
 
-class EmbeddedResource(_Class):
+class EmbeddedResource(_Class, frozen=True):
     """Complete resource contents embedded directly in the message.
 
     Preferred for including context as it avoids extra round-trips.
@@ -1669,7 +1669,7 @@ class EmbeddedResource(_Class):
 __all__.append("EmbeddedResource")
 
 
-class EnvVariable(_Value):
+class EnvVariable(_Value, frozen=True):
     """An environment variable to set when launching a process.
 
     Attributes:
@@ -1686,7 +1686,7 @@ class EnvVariable(_Value):
 __all__.append("EnvVariable")
 
 
-class HttpHeader(_Value):
+class HttpHeader(_Value, frozen=True):
     """An HTTP header to set when making requests to the MCP server.
 
     Attributes:
@@ -1703,7 +1703,7 @@ class HttpHeader(_Value):
 __all__.append("HttpHeader")
 
 
-class IdleStateUpdate(_Class):
+class IdleStateUpdate(_Class, frozen=True):
     """No foreground work is active. Background activity may continue.
 
     Attributes:
@@ -1724,7 +1724,7 @@ class IdleStateUpdate(_Class):
 __all__.append("IdleStateUpdate")
 
 
-class ImageContent(_Class):
+class ImageContent(_Class, frozen=True):
     """Images for visual context or analysis.
 
     Requires the `image` prompt capability when included in prompts.
@@ -1747,7 +1747,7 @@ class ImageContent(_Class):
 __all__.append("ImageContent")
 
 
-class Implementation(_Value):
+class Implementation(_Value, frozen=True):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation.
@@ -1768,7 +1768,7 @@ class Implementation(_Value):
 __all__.append("Implementation")
 
 
-class InitializeResponse(_Class):
+class InitializeResponse(_Class, frozen=True):
     """Response to the `initialize` method.
 
     Contains the negotiated protocol version and agent capabilities.
@@ -1791,7 +1791,7 @@ class InitializeResponse(_Class):
 __all__.append("InitializeResponse")
 
 
-class InjectCapabilities(_Value):
+class InjectCapabilities(_Value, frozen=True):
     """The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 
     Attributes:
@@ -1810,7 +1810,7 @@ class InjectCapabilities(_Value):
 __all__.append("InjectCapabilities")
 
 
-class McpCapabilities(_Value):
+class McpCapabilities(_Value, frozen=True):
     """MCP capabilities supported by the agent for session lifecycle requests.
 
     Attributes:
@@ -1827,7 +1827,7 @@ class McpCapabilities(_Value):
 __all__.append("McpCapabilities")
 
 
-class McpServerHttp(_Class):
+class McpServerHttp(_Class, frozen=True):
     """HTTP transport configuration
 
     Only available when the Agent capabilities include `session.mcp.http`.
@@ -1848,7 +1848,7 @@ class McpServerHttp(_Class):
 __all__.append("McpServerHttp")
 
 
-class McpServerStdio(_Class):
+class McpServerStdio(_Class, frozen=True):
     """Stdio transport configuration
 
     Only available when the Agent capabilities include `session.mcp.stdio`.
@@ -1871,7 +1871,7 @@ class McpServerStdio(_Class):
 __all__.append("McpServerStdio")
 
 
-class PendingCapabilities(_Value):
+class PendingCapabilities(_Value, frozen=True):
     """Operations on a pending (not yet delivered) inject.
 
     Attributes:
@@ -1886,7 +1886,7 @@ class PendingCapabilities(_Value):
 __all__.append("PendingCapabilities")
 
 
-class PendingInject(_Value):
+class PendingInject(_Value, frozen=True):
     """A pending inject as the pending-list extension reports it.
 
     Attributes:
@@ -1905,7 +1905,7 @@ class PendingInject(_Value):
 __all__.append("PendingInject")
 
 
-class PendingInjectsUpdate(_Class):
+class PendingInjectsUpdate(_Class, frozen=True):
     """Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
 
     Attributes:
@@ -1920,7 +1920,7 @@ class PendingInjectsUpdate(_Class):
 __all__.append("PendingInjectsUpdate")
 
 
-class PermissionOption(_Value):
+class PermissionOption(_Value, frozen=True):
     """An option presented to the user when requesting permission.
 
     Attributes:
@@ -1939,7 +1939,7 @@ class PermissionOption(_Value):
 __all__.append("PermissionOption")
 
 
-class PlanEntry(_Value):
+class PlanEntry(_Value, frozen=True):
     """A single entry in the execution plan.
 
     Represents a task or goal that the assistant intends to accomplish
@@ -1962,7 +1962,7 @@ class PlanEntry(_Value):
 __all__.append("PlanEntry")
 
 
-class PlanItems(_Class):
+class PlanItems(_Class, frozen=True):
     """Structured plan entries.
 
     Attributes:
@@ -1979,7 +1979,7 @@ class PlanItems(_Class):
 __all__.append("PlanItems")
 
 
-class PlanUpdate(_Class):
+class PlanUpdate(_Class, frozen=True):
     """A content update for a plan identified by ID.
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
 
@@ -1995,7 +1995,7 @@ class PlanUpdate(_Class):
 __all__.append("PlanUpdate")
 
 
-class RequestPermissionRequest(_Value):
+class RequestPermissionRequest(_Value, frozen=True):
     """Request for user permission to proceed with an operation.
 
     Sent when the agent needs authorization before performing a sensitive operation.
@@ -2022,7 +2022,7 @@ class RequestPermissionRequest(_Value):
 __all__.append("RequestPermissionRequest")
 
 
-class RequiresActionStateUpdate(_Class):
+class RequiresActionStateUpdate(_Class, frozen=True):
     """Foreground work is blocked on user action.
 
     Attributes:
@@ -2037,7 +2037,7 @@ class RequiresActionStateUpdate(_Class):
 __all__.append("RequiresActionStateUpdate")
 
 
-class ResourceLink(_Class):
+class ResourceLink(_Class, frozen=True):
     """References to resources that the receiver may be able to read.
 
     All agents MUST support resource links in prompts.
@@ -2068,7 +2068,7 @@ class ResourceLink(_Class):
 __all__.append("ResourceLink")
 
 
-class RunningStateUpdate(_Class):
+class RunningStateUpdate(_Class, frozen=True):
     """Foreground work is in progress.
 
     Attributes:
@@ -2083,7 +2083,7 @@ class RunningStateUpdate(_Class):
 __all__.append("RunningStateUpdate")
 
 
-class SelectedPermissionOutcome(_Class):
+class SelectedPermissionOutcome(_Class, frozen=True):
     """The user selected one of the provided options.
 
     If `optionId` doesn't match an offered option, the agent MUST treat the request as not
@@ -2101,7 +2101,7 @@ class SelectedPermissionOutcome(_Class):
 __all__.append("SelectedPermissionOutcome")
 
 
-class SessionAdditionalDirectoriesCapabilities(_Value):
+class SessionAdditionalDirectoriesCapabilities(_Value, frozen=True):
     """Capabilities for additional session directories support.
 
     Supplying `{}` means the agent supports the `additionalDirectories` field on
@@ -2119,7 +2119,7 @@ class SessionAdditionalDirectoriesCapabilities(_Value):
 __all__.append("SessionAdditionalDirectoriesCapabilities")
 
 
-class SessionCapabilities(_Value):
+class SessionCapabilities(_Value, frozen=True):
     """Session capabilities supported by the agent.
 
     Supplying `{}` means the agent supports the baseline session methods:
@@ -2150,7 +2150,7 @@ class SessionCapabilities(_Value):
 __all__.append("SessionCapabilities")
 
 
-class SessionClosedUpdate(_Class):
+class SessionClosedUpdate(_Class, frozen=True):
     """Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
 
     Attributes:
@@ -2163,7 +2163,7 @@ class SessionClosedUpdate(_Class):
 __all__.append("SessionClosedUpdate")
 
 
-class SessionInfo(_Value):
+class SessionInfo(_Value, frozen=True):
     """Information about a session returned by session/list
 
     Attributes:
@@ -2186,7 +2186,7 @@ class SessionInfo(_Value):
 __all__.append("SessionInfo")
 
 
-class SessionInfoUpdate(_Class):
+class SessionInfoUpdate(_Class, frozen=True):
     """Session metadata has been updated (title, timestamps, custom metadata)
 
     Attributes:
@@ -2203,7 +2203,7 @@ class SessionInfoUpdate(_Class):
 __all__.append("SessionInfoUpdate")
 
 
-class SessionStatusCapabilities(_Value):
+class SessionStatusCapabilities(_Value, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2222,7 +2222,7 @@ class SessionStatusCapabilities(_Value):
 __all__.append("SessionStatusCapabilities")
 
 
-class SessionStatusResponse(_Value):
+class SessionStatusResponse(_Value, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2246,7 +2246,7 @@ class SessionStatusResponse(_Value):
 __all__.append("SessionStatusResponse")
 
 
-class TextContent(_Class):
+class TextContent(_Class, frozen=True):
     """Text content. May be plain text or formatted with Markdown.
 
     All agents MUST support text content blocks in prompts.
@@ -2267,7 +2267,7 @@ class TextContent(_Class):
 __all__.append("TextContent")
 
 
-class TextResourceContents(_Class):
+class TextResourceContents(_Class, frozen=True):
     """Text-based resource contents.
 
     Attributes:
@@ -2286,7 +2286,7 @@ class TextResourceContents(_Class):
 __all__.append("TextResourceContents")
 
 
-class ToolCallContentBlock(_Class):
+class ToolCallContentBlock(_Class, frozen=True):
     """Standard content block (text, images, resources).
 
     Attributes:
@@ -2301,7 +2301,7 @@ class ToolCallContentBlock(_Class):
 __all__.append("ToolCallContentBlock")
 
 
-class ToolCallContentChunk(_Class):
+class ToolCallContentChunk(_Class, frozen=True):
     """A chunk of tool-call content being streamed.
 
     Attributes:
@@ -2318,7 +2318,7 @@ class ToolCallContentChunk(_Class):
 __all__.append("ToolCallContentChunk")
 
 
-class ToolCallUpdate(_Class):
+class ToolCallUpdate(_Class, frozen=True):
     """A tool call has been created or updated.
 
     Attributes:
@@ -2349,7 +2349,7 @@ class ToolCallUpdate(_Class):
 __all__.append("ToolCallUpdate")
 
 
-class TurnFailure(_Value):
+class TurnFailure(_Value, frozen=True):
     """A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
 
     Attributes:
@@ -2366,7 +2366,7 @@ class TurnFailure(_Value):
 __all__.append("TurnFailure")
 
 
-class UnknownStateUpdate(_Class):
+class UnknownStateUpdate(_Class, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2386,7 +2386,7 @@ class UnknownStateUpdate(_Class):
 __all__.append("UnknownStateUpdate")
 
 
-class Usage(_Value):
+class Usage(_Value, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2415,7 +2415,7 @@ class Usage(_Value):
 __all__.append("Usage")
 
 
-class UsageUpdate(_Class):
+class UsageUpdate(_Class, frozen=True):
     """Context window and cost update for the session.
 
     Attributes:
@@ -2434,7 +2434,7 @@ class UsageUpdate(_Class):
 __all__.append("UsageUpdate")
 
 
-class UserMessage(_Class):
+class UserMessage(_Class, frozen=True):
     """A user message has been created or updated.
 
     Agents can send this when they accept or replay a user message. When a
@@ -2455,7 +2455,7 @@ class UserMessage(_Class):
 __all__.append("UserMessage")
 
 
-class UserMessageChunk(_Class):
+class UserMessageChunk(_Class, frozen=True):
     """A chunk of the user's message being streamed.
 
     Attributes:
@@ -2472,7 +2472,7 @@ class UserMessageChunk(_Class):
 __all__.append("UserMessageChunk")
 
 
-class OtherMcpServer(_Class):
+class OtherMcpServer(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2487,7 +2487,7 @@ class OtherMcpServer(_Class):
 __all__.append("OtherMcpServer")
 
 
-class OtherRequestPermissionOutcome(_Class):
+class OtherRequestPermissionOutcome(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2502,7 +2502,7 @@ class OtherRequestPermissionOutcome(_Class):
 __all__.append("OtherRequestPermissionOutcome")
 
 
-class OtherSessionUpdate(_Class):
+class OtherSessionUpdate(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2517,7 +2517,7 @@ class OtherSessionUpdate(_Class):
 __all__.append("OtherSessionUpdate")
 
 
-class OtherStateUpdate(_Class):
+class OtherStateUpdate(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2532,7 +2532,7 @@ class OtherStateUpdate(_Class):
 __all__.append("OtherStateUpdate")
 
 
-class OtherBackgroundWork(_Class):
+class OtherBackgroundWork(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2547,7 +2547,7 @@ class OtherBackgroundWork(_Class):
 __all__.append("OtherBackgroundWork")
 
 
-class OtherToolCallContent(_Class):
+class OtherToolCallContent(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2562,7 +2562,7 @@ class OtherToolCallContent(_Class):
 __all__.append("OtherToolCallContent")
 
 
-class OtherPlanUpdateContent(_Class):
+class OtherPlanUpdateContent(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2577,7 +2577,7 @@ class OtherPlanUpdateContent(_Class):
 __all__.append("OtherPlanUpdateContent")
 
 
-class OtherContentBlock(_Class):
+class OtherContentBlock(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2592,49 +2592,50 @@ class OtherContentBlock(_Class):
 __all__.append("OtherContentBlock")
 
 
-# The unions: each the classes it may be (one level: nested unions are flattened in).
+# The unions: each the classes it may be (one level: nested unions are flattened in), as
+# `A | B` so that `isinstance(x, SessionUpdate)` type-checks too.
 
-Answer = Union[ProtocolError, InitializeResponse, SessionCreated, SessionPage, Resumed, Accepted, Revoked, Replaced, Closed, StatusReport]
+Answer = ProtocolError | InitializeResponse | SessionCreated | SessionPage | Resumed | Accepted | Revoked | Replaced | Closed | StatusReport
 """The answer to a request of this client, typed by what was asked."""
 
 
-SessionEvent = Union[UserMessage, UserMessageChunk, AgentMessage, AgentMessageChunk, AgentMessageClear, AgentThought, AgentThoughtChunk, RunningStateUpdate, IdleStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate, OtherStateUpdate, ToolCallUpdate, ToolCallContentChunk, PlanUpdate, UsageUpdate, SessionInfoUpdate, PendingInjectsUpdate, SessionClosedUpdate, OtherSessionUpdate, PendingItem, Violation, SessionClosed, Tolerated]
+SessionEvent = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | PendingItem | Violation | SessionClosed | Tolerated
 """Something that happened in one session, already applied to its mirror."""
 
 
-Event = Union[Answered, InSession, PermissionRequested, Ignored]
+Event = Answered | InSession | PermissionRequested | Ignored
 """One thing a client connection reports, in the order it happened."""
 
 
-SessionActivity = Union[UserMessage, UserMessageChunk, AgentMessage, AgentMessageChunk, AgentMessageClear, AgentThought, AgentThoughtChunk, RunningStateUpdate, IdleStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate, OtherStateUpdate, ToolCallUpdate, ToolCallContentChunk, PlanUpdate, UsageUpdate, SessionInfoUpdate, PendingInjectsUpdate, SessionClosedUpdate, OtherSessionUpdate, PendingItem, Violation, SessionClosed, Tolerated, PermissionRequested]
+SessionActivity = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | PendingItem | Violation | SessionClosed | Tolerated | PermissionRequested
 """Something that happened in a session, as its event stream delivers it: an update, one of this client's items changing, a violation, a permission request, the session's end."""
 
 
-RuntimeAction = Union[SessionOpened, SessionResumed, StartTurn, Deliver, InterruptStream, CancelTurn, PermissionAnswered, ReleaseSession]
+RuntimeAction = SessionOpened | SessionResumed | StartTurn | Deliver | InterruptStream | CancelTurn | PermissionAnswered | ReleaseSession
 """What the agent core asks of the runtime of one session."""
 
 
-Output = Union[Line, Action]
+Output = Line | Action
 """One output of the agent core, in order."""
 
 
-RuntimeEvent = Union[BreakPointReached, StreamStarted, StreamFinished, PermissionAsk, WithdrawPermission, ModelPaused, ModelResumed, TurnStarted, TurnEnd, CloseSession, UserMessage, UserMessageChunk, AgentMessage, AgentMessageChunk, AgentMessageClear, AgentThought, AgentThoughtChunk, RunningStateUpdate, IdleStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate, OtherStateUpdate, ToolCallUpdate, ToolCallContentChunk, PlanUpdate, UsageUpdate, SessionInfoUpdate, PendingInjectsUpdate, SessionClosedUpdate, OtherSessionUpdate, ClearAgentMessage]
+RuntimeEvent = BreakPointReached | StreamStarted | StreamFinished | PermissionAsk | WithdrawPermission | ModelPaused | ModelResumed | TurnStarted | TurnEnd | CloseSession | UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | ClearAgentMessage
 """What the agent runtime reports to the core."""
 
 
-HistoryEntry = Union[DeliveredMessage, UserMessage, UserMessageChunk, AgentMessage, AgentMessageChunk, AgentMessageClear, AgentThought, AgentThoughtChunk, RunningStateUpdate, IdleStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate, OtherStateUpdate, ToolCallUpdate, ToolCallContentChunk, PlanUpdate, UsageUpdate, SessionInfoUpdate, PendingInjectsUpdate, SessionClosedUpdate, OtherSessionUpdate]
+HistoryEntry = DeliveredMessage | UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate
 """One entry of a session's replayable history (R-REPLAY-1), in the order it happened."""
 
 
-TurnPhase = Union[TurnIdle, TurnRunning, TurnRequiresAction, TurnPaused]
+TurnPhase = TurnIdle | TurnRunning | TurnRequiresAction | TurnPaused
 """The turn state of one session, as the agent core holds it."""
 
 
-EmbeddedResourceResource = Union[TextResourceContents, BlobResourceContents]
+EmbeddedResourceResource = TextResourceContents | BlobResourceContents
 """Resource content that can be embedded in a message."""
 
 
-McpServer = Union[McpServerStdio, McpServerHttp, OtherMcpServer]
+McpServer = McpServerStdio | McpServerHttp | OtherMcpServer
 """Configuration for connecting to an MCP (Model Context Protocol) server.
 
 MCP servers provide tools and context that the agent can use when
@@ -2644,11 +2645,11 @@ See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/dra
 """
 
 
-RequestPermissionOutcome = Union[CancelledPermissionOutcome, SelectedPermissionOutcome, OtherRequestPermissionOutcome]
+RequestPermissionOutcome = CancelledPermissionOutcome | SelectedPermissionOutcome | OtherRequestPermissionOutcome
 """The outcome of a permission request."""
 
 
-SessionUpdate = Union[UserMessage, UserMessageChunk, AgentMessage, AgentMessageChunk, AgentMessageClear, AgentThought, AgentThoughtChunk, RunningStateUpdate, IdleStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate, OtherStateUpdate, ToolCallUpdate, ToolCallContentChunk, PlanUpdate, UsageUpdate, SessionInfoUpdate, PendingInjectsUpdate, SessionClosedUpdate, OtherSessionUpdate]
+SessionUpdate = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate
 """Different types of updates that can be sent while a session exists.
 
 These updates report messages, progress, and other session activity.
@@ -2657,7 +2658,7 @@ See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protoc
 """
 
 
-StateUpdate = Union[RunningStateUpdate, IdleStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate, OtherStateUpdate]
+StateUpdate = RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate
 """A snapshot of the session's aggregate foreground activity.
 
 Foreground work is the agent's active response or workflow in the session,
@@ -2701,7 +2702,7 @@ See protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/
 """
 
 
-BackgroundWork = Union[BackgroundTerminal, BackgroundToolCall, BackgroundSubagent, OtherBackgroundWork]
+BackgroundWork = BackgroundTerminal | BackgroundToolCall | BackgroundSubagent | OtherBackgroundWork
 """One piece of work running independently of the session's foreground work.
 
 Items reference entities the Client already tracks. The Agent MUST announce each item
@@ -2713,7 +2714,7 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
 """
 
 
-ToolCallContent = Union[ToolCallContentBlock, OtherToolCallContent]
+ToolCallContent = ToolCallContentBlock | OtherToolCallContent
 """Content produced by a tool call.
 
 Tool calls can produce different types of content including standard
@@ -2723,11 +2724,11 @@ See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/t
 """
 
 
-PlanUpdateContent = Union[PlanItems, OtherPlanUpdateContent]
+PlanUpdateContent = PlanItems | OtherPlanUpdateContent
 """Updated content for a plan."""
 
 
-ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource, OtherContentBlock]
+ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | OtherContentBlock
 """Content blocks represent displayable information in the Agent Client Protocol.
 
 Content blocks appear in:
@@ -2787,7 +2788,7 @@ _AcpErrorInvalidInput.__qualname__ = "AcpError.InvalidInput"
 AcpError.InvalidInput = _AcpErrorInvalidInput
 
 
-class _AcpErrorInvalidInputValue(_Class, tag="InvalidInput"):
+class _AcpErrorInvalidInputValue(_Class, frozen=True, tag="InvalidInput"):
     detail: str
 
 
@@ -2806,7 +2807,7 @@ _AcpErrorProtocol.__qualname__ = "AcpError.Protocol"
 AcpError.Protocol = _AcpErrorProtocol
 
 
-class _AcpErrorProtocolValue(_Class, tag="Protocol"):
+class _AcpErrorProtocolValue(_Class, frozen=True, tag="Protocol"):
     error: ProtocolError
 
 
@@ -2826,7 +2827,7 @@ _AcpErrorRejected.__qualname__ = "AcpError.Rejected"
 AcpError.Rejected = _AcpErrorRejected
 
 
-class _AcpErrorRejectedValue(_Class, tag="Rejected"):
+class _AcpErrorRejectedValue(_Class, frozen=True, tag="Rejected"):
     reason: CallRejected
     detail: str
 
@@ -2847,7 +2848,7 @@ _AcpErrorHost.__qualname__ = "AcpError.Host"
 AcpError.Host = _AcpErrorHost
 
 
-class _AcpErrorHostValue(_Class, tag="Host"):
+class _AcpErrorHostValue(_Class, frozen=True, tag="Host"):
     error: HostError
     detail: str
 
@@ -2867,7 +2868,7 @@ _AcpErrorConfig.__qualname__ = "AcpError.Config"
 AcpError.Config = _AcpErrorConfig
 
 
-class _AcpErrorConfigValue(_Class, tag="Config"):
+class _AcpErrorConfigValue(_Class, frozen=True, tag="Config"):
     detail: str
 
 
@@ -2886,7 +2887,7 @@ _AcpErrorStore.__qualname__ = "AcpError.Store"
 AcpError.Store = _AcpErrorStore
 
 
-class _AcpErrorStoreValue(_Class, tag="Store"):
+class _AcpErrorStoreValue(_Class, frozen=True, tag="Store"):
     detail: str
 
 
@@ -2905,7 +2906,7 @@ _AcpErrorDisconnected.__qualname__ = "AcpError.Disconnected"
 AcpError.Disconnected = _AcpErrorDisconnected
 
 
-class _AcpErrorDisconnectedValue(_Class, tag="Disconnected"):
+class _AcpErrorDisconnectedValue(_Class, frozen=True, tag="Disconnected"):
     detail: str
 
 
@@ -2924,7 +2925,7 @@ _AcpErrorMismatch.__qualname__ = "AcpError.Mismatch"
 AcpError.Mismatch = _AcpErrorMismatch
 
 
-class _AcpErrorMismatchValue(_Class, tag="Mismatch"):
+class _AcpErrorMismatchValue(_Class, frozen=True, tag="Mismatch"):
     detail: str
 
 
@@ -2943,11 +2944,11 @@ _AcpErrorInternal.__qualname__ = "AcpError.Internal"
 AcpError.Internal = _AcpErrorInternal
 
 
-class _AcpErrorInternalValue(_Class, tag="Internal"):
+class _AcpErrorInternalValue(_Class, frozen=True, tag="Internal"):
     detail: str
 
 
-_AcpErrorValue = Union[_AcpErrorInvalidInputValue, _AcpErrorProtocolValue, _AcpErrorRejectedValue, _AcpErrorHostValue, _AcpErrorConfigValue, _AcpErrorStoreValue, _AcpErrorDisconnectedValue, _AcpErrorMismatchValue, _AcpErrorInternalValue]
+_AcpErrorValue = _AcpErrorInvalidInputValue | _AcpErrorProtocolValue | _AcpErrorRejectedValue | _AcpErrorHostValue | _AcpErrorConfigValue | _AcpErrorStoreValue | _AcpErrorDisconnectedValue | _AcpErrorMismatchValue | _AcpErrorInternalValue
 _AcpError_decoder = msgspec.msgpack.Decoder(_AcpErrorValue)
 
 
@@ -2964,7 +2965,7 @@ def encode_error(error: AcpError) -> bytes:
     return _encoder.encode(carrier(**{k: getattr(error, k) for k in error._fields}))
 
 
-RequestId = Union[int, str, None]
+RequestId = int | str | None
 """A JSON-RPC request id: an integer, a string or null."""
 
 __all__ += ["RequestId", "AcpError", "Answer", "BackgroundWork", "ConnId", "ContentBlock", "EmbeddedResourceResource", "Event", "HistoryEntry", "McpServer", "MessageId", "Output", "PermissionOptionId", "PlanUpdateContent", "ProtocolVersion", "RequestPermissionOutcome", "RuntimeAction", "RuntimeEvent", "SessionActivity", "SessionEvent", "SessionId", "SessionUpdate", "StateUpdate", "ToolCallContent", "ToolCallId", "TurnPhase"]
@@ -2988,5 +2989,3 @@ def decode(type: Any, data: bytes) -> Any:
         decoder = _decoders[type] = msgspec.msgpack.Decoder(type)
     return decoder.decode(data)
 
-
-__all__ += ["encode", "decode", "decode_error", "encode_error"]

@@ -9,8 +9,7 @@ library's.
 
 from uuid import uuid4
 
-from acp_inject import Agent, BreakPoint, ToolCallStatus, ToolKind, run_agent, text_of
-from acp_inject.agent import agent_config
+from acp_inject import Agent, BreakPoint, ToolCallStatus, ToolKind, agent_config, run_agent, text_of
 
 STEP = 0.05  # seconds between the "model's" chunks
 

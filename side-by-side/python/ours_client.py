@@ -36,19 +36,19 @@ async def main(command: list[str]) -> None:
         # Print the session's activity until every message we sent was delivered and its turn ended.
         waiting = {steer, follow_up, draft}
         async for activity in session.events():
-            if item := acp.item_of(activity):  # one of our messages changed
-                print(f"\n[{item.mode.name.lower()} {item.status.name.lower()}] {acp.text_of(item.content)}")
-                if item.status == acp.ItemStatus.DELIVERED:
-                    waiting.discard(item.message_id)
-            update = acp.update_of(activity)
-            if isinstance(update, acp.SessionUpdate.AGENT_MESSAGE_CHUNK):
-                print(acp.text_of(update[0].content), end="", flush=True)
-            elif isinstance(update, acp.SessionUpdate.TOOL_CALL_UPDATE):
-                print(f"\n[tool] {update[0].status}")
-            if ended := acp.turn_ended(activity):
-                print(f"\nstop reason: {ended.stop_reason}")
-                if not waiting:
-                    break
+            match activity:
+                case acp.PendingItem(mode=mode, status=status, content=content, message_id=id):  # one of ours changed
+                    print(f"\n[{mode} {status}] {acp.text_of(content)}")
+                    if status == acp.ItemStatus.DELIVERED:
+                        waiting.discard(id)
+                case acp.AgentMessageChunk(content=content):
+                    print(acp.text_of(content), end="", flush=True)
+                case acp.ToolCallUpdate(status=status):
+                    print(f"\n[tool] {status}")
+                case acp.IdleStateUpdate(stop_reason=reason):
+                    print(f"\nstop reason: {reason}")
+                    if not waiting:
+                        break
 
 
 if __name__ == "__main__":

@@ -7,11 +7,11 @@ gets from ``readline()``), and each call returns typed values:
 
 - ours: ``ClientCore.receive_line(line)`` applies the line to the client's state (routing, the
   session's transcript and turn state) and returns its typed events (``InSession`` with the
-  typed ``SessionUpdate``) in one foreign call of the package's own C functions, the events
-  coming back as JSON that ``json.loads`` turns into the generated classes through their public
-  constructors; ``ClientCore.feed(line)`` (any chunk of bytes) takes the same path;
-  ``ClientCore.receive(line)`` (a ``str``) does the same through UniFFI's calling convention and
-  its generated Python readers, exactly as UniFFI generates them;
+  ``AgentMessageChunk``, ``ToolCallUpdate``, …) in one foreign call of the package's own C
+  functions, the events coming back in the boundary encoding (MessagePack) that msgspec reads in
+  C straight into the package's value classes; ``ClientCore.feed(line)`` (any chunk of bytes)
+  takes the same path; ``ClientCore.receive(line)`` (a ``str``) does the same through UniFFI's
+  calling convention;
 - the official Python SDK (``agent-client-protocol``, pydantic models): its client's path for an
   incoming line, ``json.loads`` then ``SessionNotification.model_validate(params)``: parsing
   into its typed models only, no state.
@@ -21,9 +21,9 @@ wire shape (agent message, thought and user message chunks, tool call updates), 
 accept every line (checked before measuring). Rounds interleave the contenders; figures are
 medians. The profile rows split our per-line cost: an ignored line (``receive_line(b"")``:
 the crossing, plus Rust's parse error and one small event; no line yields nothing; beside it
-``receive("")``, the same through UniFFI's convention), decoding the typed events in Python
-from the JSON Rust returns, and the whole stream in one call (``receive_text``: no per-line
-crossing, events for every line).
+``receive("")``, the same through UniFFI's convention), decoding the typed events from the
+bytes Rust returns, and the whole stream in one call (``receive_text``: no per-line crossing,
+events for every line), against the official SDK's per-line cost.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, List
 
 from acp.schema import SessionNotification
 
-from acp_inject import ClientCore, Event, _lines, default_agent_config
+from acp_inject import ClientCore, InSession, _core, default_agent_config
 
 SESSION = "sess_1"
 
@@ -129,19 +129,20 @@ def main() -> None:
         for _ in lines:
             core.receive("")
 
-    # Profile only: decoding the typed events from the JSON Rust returned (captured once per
+    # Profile only: decoding the typed events from the bytes Rust returned (captured once per
     # line through the package's own C function, then read as receive_line reads it).
-    capture, out = client(), _lines._output
+    capture, out = client(), _core._output
     encoded = []
     for line in lines:
-        n = _lines._receive_into(capture._take_line_port(), line, len(line), out.address, out.size)
+        n = _core._receive_into(capture._line_port(), line, len(line), out.address, out.size)
         assert n >= 0, "a line's events fit the buffer"
         encoded.append(bytes(out.buffer[:n]))
-    assert [json.loads(data, object_hook=_lines._value) for data in encoded] == per_line
+    decoder = _core._events_decoder
+    assert [decoder.decode(data) for data in encoded] == per_line
 
     def decode() -> None:
         for data in encoded:
-            json.loads(data, object_hook=_lines._value)
+            decoder.decode(data)
 
     def bulk() -> None:
         client().receive_text(blob)
@@ -174,6 +175,8 @@ def main() -> None:
         "ratio": us["official"] / us["ours_line"],
         "ratio_feed": us["official"] / us["ours_feed"],
         "ratio_receive": us["official"] / us["ours_receive"],
+        "ratio_bulk": us["official"] / us["bulk"],
+        "encoded_bytes_per_line": sum(map(len, encoded)) // n,
         "crossing_us": us["crossing"],
         "feed_crossing_us": us["feed_crossing"],
         "decode_us": us["decode"],

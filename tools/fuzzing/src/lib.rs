@@ -1,12 +1,13 @@
 //! acp-inject-fuzzing: the fuzz corpus and campaigns behind `cargo xtask fuzz` (the targets
 //! themselves are the cargo-fuzz workspace `fuzz/`).
 //!
-//! `cargo xtask fuzz seed` writes the checked-in seed corpus (`fuzz/corpus/<target>/`) from
-//! `spec/examples/` and the conformance vectors; `cargo xtask fuzz run [SECONDS] [TARGET…]` runs
-//! every target (or those named) for SECONDS each (default 60) with cargo-fuzz (`cargo install
-//! cargo-fuzz`), then merges what it found into the checked-in corpus, minimised
-//! (`-merge=1`), and adds the executions to `fuzz/executions.json`, the running total the
-//! README's table is read from. cargo-fuzz wants a nightly compiler; `RUSTC_BOOTSTRAP=1` lets
+//! `cargo xtask fuzz seed` writes the seed corpus (`fuzz/corpus/<target>/`, not tracked: it is
+//! regenerated, and grows on the machine that fuzzes) from `spec/examples/` and the conformance
+//! vectors; `cargo xtask fuzz run [SECONDS] [TARGET…]` runs every target (or those named) for
+//! SECONDS each (default 60) with cargo-fuzz (`cargo install cargo-fuzz`) on that corpus plus
+//! the named inputs that once found a bug (`fuzz/regressions/<target>/`, tracked), then merges
+//! what it found into the corpus, minimised (`-merge=1`), and adds the executions to
+//! `fuzz/executions.json`, the running total the README's table is read from. cargo-fuzz wants a nightly compiler; `RUSTC_BOOTSTRAP=1` lets
 //! the stable one take its flags.
 
 use std::path::{Path, PathBuf};
@@ -34,7 +35,7 @@ pub const TARGETS: [&str; 7] =
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
-    /// Rebuild the checked-in seed corpus (fuzz/corpus/) from spec/examples and the vectors.
+    /// Write the seed corpus (fuzz/corpus/, not tracked) from spec/examples and the vectors.
     Seed,
     /// Run every fuzz target (or those named) for SECONDS each (needs `cargo install cargo-fuzz`).
     Run {
@@ -228,8 +229,16 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32, max_len_arg: 
         let work = root.join("fuzz/target/corpus-work").join(format!("{t}-{}", std::process::id()));
         std::fs::create_dir_all(&work).map_err(|e| Error::write(&work, e))?;
         let seeds = root.join("fuzz/corpus").join(t);
-        for e in std::fs::read_dir(&seeds).map_err(|e| Error::read(&seeds, e))?.flatten() {
-            std::fs::copy(e.path(), work.join(e.file_name())).map_err(|e| Error::write(&work, e))?;
+        if !seeds.is_dir() {
+            // A fresh clone: the corpus is not tracked; its seeds come from the spec.
+            seed()?;
+        }
+        // The corpus this machine has grown, and the named inputs that once found a bug
+        // (fuzz/regressions/, tracked), every run.
+        for dir in [seeds.clone(), root.join("fuzz/regressions").join(t)] {
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                std::fs::copy(e.path(), work.join(e.file_name())).map_err(|e| Error::write(&work, e))?;
+            }
         }
         let max_len = OPERATION_TARGETS.0.contains(t).then_some(max_len_arg.unwrap_or(OPERATION_TARGETS.1));
         let build_flags: &[&str] = if max_len.is_some() { &["--no-trace-compares"] } else { &[] };
@@ -252,7 +261,7 @@ fn fuzz(seconds: u64, only: &[String], sanitizer: &str, fork: u32, max_len_arg: 
             ))
         })?;
         let executed = executed_units(&ran.stdout).ok_or_else(|| Error::msg(format!("{t}: libFuzzer printed no final stats")))?;
-        // Minimise the checked-in corpus together with what this run found, and add the
+        // Minimise the corpus together with what this run found, and add the
         // executions to the totals, holding a lock: runs that go at once (of one target or of
         // several) finish one after another.
         let lock_path = root.join("fuzz/target/executions.lock");

@@ -63,7 +63,7 @@ def test_version() -> None:
     assert acp_inject.__version__ == library_version() != ""
 
 
-@pytest.mark.parametrize("readme", ["README.md", "bindings/python/README.md"])
+@pytest.mark.parametrize("readme", ["bindings/python/README.md"])
 def test_readme_shows_the_example_agent_whole(readme: str) -> None:
     text = (REPO / readme).read_text()
     agent = (REPO / "bindings" / "python" / "examples" / "agent.py").read_text()
@@ -90,3 +90,22 @@ def test_readme_client_session_runs_against_the_reference_agent(tmp_path: Path) 
     assert ran.returncode == 0, ran.stderr
     assert "stop reason: end_turn" in ran.stdout, ran.stdout
     assert "USER Refactor the login module\n" in ran.stdout and "USER use auth_v2\n" in ran.stdout, ran.stdout
+
+
+def test_the_top_readmes_example_runs_against_the_reference_agent(tmp_path: Path) -> None:
+    """The top-level README's example, run as written (the agent's command pointed at the built
+    reference agent): it streams the reply and ends the turn."""
+    import subprocess
+    import sys
+
+    from .conftest import reference_agent_command
+
+    text = (REPO / "README.md").read_text()
+    code = text[text.index("```python\n") + len("```python\n") :]
+    code = code[: code.index("```")]
+    assert 'acp.connect(["acp-inject-agent"])' in code
+    script = tmp_path / "top_readme.py"
+    script.write_text(code.replace('["acp-inject-agent"]', repr(reference_agent_command(10))))
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "stop reason: end_turn" in ran.stdout and "Fix the failing login test" in ran.stdout, ran.stdout

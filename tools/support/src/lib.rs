@@ -78,10 +78,36 @@ pub fn target_dir() -> Result<PathBuf, Error> {
     v["target_directory"].as_str().map(PathBuf::from).ok_or_else(|| Error::msg("cargo metadata has no target_directory"))
 }
 
-/// The workspace root (this crate lives in `tools/support`).
+/// The repository the tools work on: found from where they run, not from where they were
+/// built (two clones may share one target directory, as a global `build.target-dir` makes
+/// them, and then run one binary). `cargo run` and `cargo test` set `CARGO_MANIFEST_DIR` for
+/// the process to the package of the clone they were started in; without it (a binary started
+/// by hand) the current directory is searched. The root is the first ancestor whose
+/// `Cargo.toml` declares the workspace and that has `spec/`; failing both, the clone this crate
+/// was built in.
 pub fn root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().and_then(Path::parent).expect("tools/support is inside the workspace").to_path_buf()
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let from_env = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
+        from_env
+            .and_then(|d| workspace_above(&d))
+            .or_else(|| std::env::current_dir().ok().and_then(|d| workspace_above(&d)))
+            .unwrap_or_else(|| {
+                let built = Path::new(env!("CARGO_MANIFEST_DIR"));
+                built.parent().and_then(Path::parent).expect("tools/support is inside the workspace").to_path_buf()
+            })
+    })
+    .clone()
+}
+
+/// The first of `dir` and its ancestors that is this repository's root.
+pub fn workspace_above(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| {
+            d.join("spec").is_dir()
+                && std::fs::read_to_string(d.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
+        })
+        .map(Path::to_path_buf)
 }
 
 /// Where toolchains and packages are installed on first use, outside the repository:
@@ -133,5 +159,19 @@ mod tests {
     fn the_root_is_the_workspace() {
         assert!(super::root().join("Cargo.toml").is_file());
         assert!(super::root().join("tools/support/Cargo.toml").is_file());
+    }
+}
+
+#[cfg(test)]
+mod root_tests {
+    use super::*;
+
+    #[test]
+    fn the_root_is_found_from_a_directory_inside_it() {
+        let root = root();
+        assert!(root.join("spec").is_dir() && root.join("xtask").is_dir(), "{}", root.display());
+        assert_eq!(workspace_above(&root.join("crates/core/src")), Some(root.clone()));
+        assert_eq!(workspace_above(&root.join("tools/support")), Some(root));
+        assert_eq!(workspace_above(Path::new("/")), None);
     }
 }

@@ -17,10 +17,9 @@ pub mod bump;
 pub mod diff;
 pub mod vendored;
 
-/// The repository's root (this crate lives in `tools/upstream`).
+/// The repository's root, found from where the tools run (see `acp_inject_tool_support::root`).
 pub fn repo_root() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().and_then(|p| p.parent()).expect("tools/upstream is inside the repository").to_path_buf()
+    acp_inject_tool_support::root()
 }
 
 /// A failure of the upstream tools, with what to do about it where that is known.

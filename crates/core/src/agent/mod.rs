@@ -23,6 +23,7 @@ mod config;
 mod hosts;
 mod outgoing;
 mod pending;
+mod record;
 mod replay;
 mod requests;
 mod runtime;
@@ -46,13 +47,14 @@ pub use config::{
     DEFAULT_REMEMBER_IDS,
 };
 pub use hosts::SESSION_HELD_ELSEWHERE;
-pub use outgoing::{cancelled_outcome, OpenRequest, PermissionAsk};
+pub use outgoing::cancelled_outcome;
 pub use output::{Output, RuntimeAction, SessionSetup, UserInput};
 pub use pending::{Fate, Pending, PendingQueue};
+pub use record::{HistoryEntry, SessionRecord};
 pub use replay::replay;
-pub use runtime::{BreakPoint, HostError, RuntimeEvent};
-pub use snapshot::{Connection, Counters, HeldPrompt, LiveSession, LiveState, RestoreError, LIVE_STATE_VERSION};
-pub use store::{Acquired, Change, HistoryEntry, MemoryStore, SessionPage, SessionRecord, Store, StoreError};
+pub use runtime::{BreakPoint, HostError, PermissionAsk, RuntimeEvent};
+pub use snapshot::{Connection, Counters, HeldPrompt, LiveSession, LiveState, OpenRequest, RestoreError, LIVE_STATE_VERSION};
+pub use store::{Acquired, Change, MemoryStore, SessionPage, Store, StoreError};
 pub use turn::{Activity, Announce, NoPermissionOpen, NotRequested, Stream, Turn};
 pub use v1::{V1Connection, PROTOCOL_VERSIONS};
 

@@ -15,58 +15,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use acp_inject_wire::jsonrpc::{self, DecodeError};
 use acp_inject_wire::{
-    ErrorObject, PermissionOption, RequestId, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SessionId, ToolCallUpdate,
+    ErrorObject, RequestId, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId,
 };
-use serde::{Deserialize, Serialize};
 
 use super::output::{self, Output, RuntimeAction};
-use super::runtime::HostError;
+use super::runtime::{HostError, PermissionAsk};
+use super::snapshot::OpenRequest;
 use super::store::Change;
 use super::turn::Announce;
 use super::{Agent, ConnId, ConnectionRole, Turn};
-
-/// What a runtime asks the user (the body of `session/request_permission`; the core adds the
-/// session and the id).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PermissionAsk {
-    /// What is being asked, for a person.
-    pub title: String,
-    /// Why permission is needed, for a person.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// The choices offered (at least one).
-    pub options: Vec<PermissionOption>,
-    /// What the request is about, carried through unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub subject: Option<serde_json::Map<String, serde_json::Value>>,
-}
-
-impl PermissionAsk {
-    /// The subject of a request about a tool call (`{"type": "tool_call", "toolCall": …}`):
-    /// clients apply the tool call like a `tool_call_update` before showing the prompt, and an
-    /// ACP v1 client gets it as the request's `toolCall` (R-V1-4).
-    pub fn tool_call_subject(tool_call: &ToolCallUpdate) -> serde_json::Map<String, serde_json::Value> {
-        let call = serde_json::to_value(tool_call).unwrap_or_else(|e| unreachable!("a tool call always serialises: {e}"));
-        serde_json::Map::from_iter([("type".to_owned(), serde_json::Value::from("tool_call")), ("toolCall".to_owned(), call)])
-    }
-}
-
-/// One request the agent sent and still waits on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OpenRequest {
-    /// Its id (unique among the agent's open requests).
-    pub id: RequestId,
-    /// The session it belongs to.
-    pub session: SessionId,
-    /// The connections it was sent to; the first answer from any of them counts.
-    pub to: BTreeSet<ConnId>,
-    /// The request as sent, for a controller that resumes the session while it is open.
-    #[serde(default)]
-    pub line: String,
-}
 
 /// The agent's open requests, by id (the id counter is one of the agent's
 /// [`Counters`](super::Counters)).

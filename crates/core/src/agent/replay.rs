@@ -13,7 +13,7 @@ use acp_inject_wire::{
 };
 use serde_json::{Map, Value};
 
-use super::store::HistoryEntry;
+use super::record::HistoryEntry;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Role {

@@ -23,7 +23,8 @@ use serde_json::{Map, Value};
 
 use super::output::{self, Output, RuntimeAction, SessionSetup, UserInput};
 use super::pending::Pending;
-use super::store::{Change, SessionRecord};
+use super::record::SessionRecord;
+use super::store::Change;
 use super::{Agent, ConnId, ConnectionRole, Session, Turn, PENDING_EXTENSION, SESSION_CLOSED_EXTENSION};
 
 /// What a request produced, in the order it goes out.

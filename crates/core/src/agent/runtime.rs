@@ -2,12 +2,12 @@
 //! and the runtime's own updates (R-STEER-*, R-PERM-1, R-PAUSE-1, R-TURNEND-1, R-CLOSE-1).
 
 use acp_inject_wire::{
-    AgentMessage, AgentMessageClear, MessageId, Patch, RequestId, SessionId, SessionUpdate, StopReason, TurnFailure, Usage,
+    AgentMessage, AgentMessageClear, MessageId, Patch, PermissionOption, RequestId, SessionId, SessionUpdate, StopReason,
+    ToolCallUpdate, TurnFailure, Usage,
 };
 use serde::{Deserialize, Serialize};
 
 use super::config::{ClearStyle, QueueDrain};
-use super::outgoing::PermissionAsk;
 use super::output::{self, Output, RuntimeAction, UserInput};
 use super::store::Change;
 use super::turn::Stream;
@@ -69,6 +69,33 @@ pub enum RuntimeEvent {
         /// The message to clear.
         message_id: MessageId,
     },
+}
+
+/// What a runtime asks the user (the body of `session/request_permission`; the core adds the
+/// session and the id).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionAsk {
+    /// What is being asked, for a person.
+    pub title: String,
+    /// Why permission is needed, for a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The choices offered (at least one).
+    pub options: Vec<PermissionOption>,
+    /// What the request is about, carried through unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl PermissionAsk {
+    /// The subject of a request about a tool call (`{"type": "tool_call", "toolCall": …}`):
+    /// clients apply the tool call like a `tool_call_update` before showing the prompt, and an
+    /// ACP v1 client gets it as the request's `toolCall` (R-V1-4).
+    pub fn tool_call_subject(tool_call: &ToolCallUpdate) -> serde_json::Map<String, serde_json::Value> {
+        let call = serde_json::to_value(tool_call).unwrap_or_else(|e| unreachable!("a tool call always serialises: {e}"));
+        serde_json::Map::from_iter([("type".to_owned(), serde_json::Value::from("tool_call")), ("toolCall".to_owned(), call)])
+    }
 }
 
 /// A runtime event the core cannot apply. Nothing was emitted.

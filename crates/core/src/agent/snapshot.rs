@@ -2,16 +2,30 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use acp_inject_wire::MessageId;
+use acp_inject_wire::{MessageId, RequestId, SessionId};
 use serde::{Deserialize, Serialize};
 
-use super::outgoing::OpenRequest;
 use super::pending::PendingQueue;
-use super::store::SessionRecord;
+use super::record::SessionRecord;
 use super::{ConnId, ConnectionRole, Turn};
 
 /// The version of [`LiveState`] this build writes and reads.
 pub const LIVE_STATE_VERSION: u32 = 2;
+
+/// One request the agent sent and still waits on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenRequest {
+    /// Its id (unique among the agent's open requests).
+    pub id: RequestId,
+    /// The session it belongs to.
+    pub session: SessionId,
+    /// The connections it was sent to; the first answer from any of them counts.
+    pub to: BTreeSet<ConnId>,
+    /// The request as sent, for a controller that resumes the session while it is open.
+    #[serde(default)]
+    pub line: String,
+}
 
 /// The id counters: session and message ids are minted from them and never reused (R-ID-1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

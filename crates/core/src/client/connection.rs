@@ -25,7 +25,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
-use super::mirror::{CallRejected, ItemMode, SessionMirror};
+use super::item::ItemMode;
+use super::mirror::SessionMirror;
+use super::view::CallRejected;
 use crate::agent::PENDING_EXTENSION;
 
 // What the agent writes: framing, routing by id and by session, the agent's own requests.

@@ -7,7 +7,8 @@ use acp_inject_wire::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::mirror::{PendingItem, Violation};
+use super::item::PendingItem;
+use super::view::Violation;
 
 /// An error the agent answered to one of this client's requests.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]

@@ -16,11 +16,12 @@
 
 mod connection;
 mod event;
+mod item;
 mod mirror;
+mod view;
 
 pub use connection::{ClientConnection, Phase, SteerFallback};
 pub use event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
-pub use mirror::{
-    Affordances, CallRejected, IllegalTransition, ItemMode, ItemStatus, Lifecycle, MessageRole, MirrorSnapshot, PendingItem,
-    SessionMirror, Step, TranscriptEntry, TurnState, Violation,
-};
+pub use item::{IllegalTransition, ItemMode, ItemStatus, Lifecycle, PendingItem, Step};
+pub use mirror::SessionMirror;
+pub use view::{Affordances, CallRejected, MessageRole, MirrorSnapshot, TranscriptEntry, TurnState, Violation};

@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::*;
-use crate::client::mirror::MessageRole;
+use crate::client::view::MessageRole;
 use acp_inject_wire::SessionUpdate;
 
 /// A v2 request's params as a v1 request's: stdio MCP servers without `type` (v1 tells them

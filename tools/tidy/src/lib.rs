@@ -37,7 +37,7 @@ fn tracked() -> Vec<Tracked> {
         // Fuzz inputs are data, whatever bytes the fuzzer wrote: no text rule applies to them.
         .map(|p| Tracked {
             path: p.to_owned(),
-            text: if p.starts_with("fuzz/corpus/") {
+            text: if p.starts_with("fuzz/corpus/") || p.starts_with("fuzz/regressions/") {
                 None
             } else {
                 std::fs::read(root.join(p)).ok().and_then(|b| String::from_utf8(b).ok())
@@ -613,9 +613,97 @@ pub fn the_shipped_bindings_carry_no_conformance_harness() -> Result<(), Error> 
     report("the_shipped_bindings_carry_no_conformance_harness", conformance_in_shipped_sources(&tracked()))
 }
 
+/// Hand-written binding code (the packages' layers, their tests and examples under
+/// `bindings/`) reaches UniFFI's generated code through its public surface only: no name of its
+/// private runtime (`_Uniffi…`, `FfiConverter…`, a tuple variant's `_values`), and no attribute
+/// set on a generated class or module (which the next UniFFI release may break or silently
+/// undo). The values are the packages' own, generated from the model; UniFFI carries objects.
+fn uniffi_privates_in_bindings(files: &[Tracked]) -> Vec<Finding> {
+    let hand_written = |path: &str| {
+        path.starts_with("bindings/")
+            && [".py", ".kt", ".swift"].iter().any(|e| path.ends_with(e))
+            // Written by `cargo xtask codegen` (every_generated_file_has_the_preamble checks it says so).
+            && path != "bindings/python/python/acp_inject/values.py"
+            // A link into generated/ (the Swift package's sources) is generated code, not a copy.
+            && !std::fs::symlink_metadata(root().join(path)).is_ok_and(|m| m.file_type().is_symlink())
+    };
+    let private = |line: &str| -> Option<&'static str> {
+        let idents = line.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+        for word in idents {
+            if word.starts_with("_Uniffi") || word.starts_with("_UniFFI") {
+                return Some("names UniFFI's private runtime (`_Uniffi…`)");
+            }
+            if word.starts_with("FfiConverter") {
+                return Some("names UniFFI's private converters (`FfiConverter…`)");
+            }
+        }
+        if line.contains("._values") {
+            return Some("reads a generated variant's private `_values`");
+        }
+        let assigns = |target: &str| {
+            let t = line.trim_start();
+            t.starts_with(target)
+                && t[target.len()..].contains('.')
+                && t.split_once('=').is_some_and(|(lhs, rhs)| {
+                    !lhs.contains('(') && !lhs.trim_end().ends_with(['=', '!', '<', '>']) && !rhs.starts_with('=')
+                })
+        };
+        if line.contains("setattr(_ffi") || line.contains("setattr(generated") || assigns("_ffi.") || assigns("generated.") {
+            return Some("sets an attribute of a generated class or module");
+        }
+        None
+    };
+    files
+        .iter()
+        .filter(|f| hand_written(&f.path))
+        .flat_map(|f| f.text.as_deref().map(|t| (f.path.as_str(), t)))
+        .flat_map(|(path, text)| text.lines().enumerate().map(move |(i, l)| (path, i + 1, l)))
+        .filter_map(|(path, line, l)| private(l).map(|m| Finding { path: path.to_owned(), line, message: m.to_owned() }))
+        .collect()
+}
+
+/// No hand-written binding code names a UniFFI private or patches a generated class
+/// (`uniffi_privates_in_bindings`).
+pub fn the_bindings_use_uniffis_public_surface_only() -> Result<(), Error> {
+    report("the_bindings_use_uniffis_public_surface_only", uniffi_privates_in_bindings(&tracked()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_uniffi_privates_rule_catches_what_it_should() {
+        let file = |path: &str, text: &str| Tracked { path: path.into(), text: Some(text.into()) };
+        let found = uniffi_privates_in_bindings(&[
+            file(
+                "bindings/python/python/acp_inject/_core.py",
+                "x = _ffi._UniffiConverterString.lift(b)
+ok = _ffi.AgentCore(config)",
+            ),
+            file(
+                "bindings/python/python/acp_inject/_repr.py",
+                "    cls.__repr__ = f\n_ffi.Usage.__repr__ = show\nsetattr(_ffi.Usage, 'x', 1)",
+            ),
+            file("bindings/python/tests/test_x.py", "first = variant._values[0]\nif generated.AgentCore == other: pass"),
+            file("bindings/kotlin/src/main/kotlin/dev/acpinject/Lines.kt", "FfiConverterSequenceTypeEvent.read(buf)"),
+            file("bindings/swift/Sources/AcpInject/Client.swift", "let v = try FfiConverterTypeEvent.lift(b)"),
+            file("bindings/python/python/acp_inject/values.py", "_UniffiLib = 1"),
+            file("crates/ffi/src/lib.rs", "FfiConverter"),
+        ]);
+        let found: Vec<(&str, usize)> = found.iter().map(|f| (f.path.as_str(), f.line)).collect();
+        assert_eq!(
+            found,
+            [
+                ("bindings/python/python/acp_inject/_core.py", 1),
+                ("bindings/python/python/acp_inject/_repr.py", 2),
+                ("bindings/python/python/acp_inject/_repr.py", 3),
+                ("bindings/python/tests/test_x.py", 1),
+                ("bindings/kotlin/src/main/kotlin/dev/acpinject/Lines.kt", 1),
+                ("bindings/swift/Sources/AcpInject/Client.swift", 1),
+            ]
+        );
+    }
 
     #[test]
     fn the_conformance_rule_catches_what_it_should() {

@@ -36,3 +36,8 @@ fn clippy_all_only_on_generated_code() {
 fn the_shipped_bindings_carry_no_conformance_harness() {
     check(acp_inject_tidy::the_shipped_bindings_carry_no_conformance_harness());
 }
+
+#[test]
+fn the_bindings_use_uniffis_public_surface_only() {
+    check(acp_inject_tidy::the_bindings_use_uniffis_public_surface_only());
+}

@@ -432,7 +432,8 @@ impl VectorRun {
                 Some(Value::String(w)) if to.len() == 1 && to[0] == w.as_str() => {}
                 Some(Value::Array(w)) if w.iter().map(Value::as_str).eq(to.iter().map(|c| Some(c.as_str()))) => {}
                 Some(w) => return Err(format!("message {i}: expected to {w}, sent to {to:?}")),
-                None if e.get("id").is_some() => {
+                // A batch's answers (R-WIRE-5) and a response go to the requesting connection.
+                None if e.get("id").is_some() || e.is_array() => {
                     if to.len() != 1 {
                         return Err(format!("message {i}: a response goes to the requesting connection, sent to {to:?}"));
                     }

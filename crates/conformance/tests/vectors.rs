@@ -201,12 +201,18 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
         for step in vector["steps"].as_array().into_iter().flatten() {
             let from = step["from"].as_str().unwrap_or("c1").to_owned();
             for key in ["client", "receive", "sends"] {
-                if let Some(method) = step[key]["method"].as_str() {
-                    if step[key].get("id").is_some() {
-                        asked.insert(step[key]["id"].to_string(), (method.to_owned(), from.clone()));
+                // A batch's requests are asked one by one.
+                let messages: Vec<&Value> = match &step[key] {
+                    Value::Array(entries) => entries.iter().collect(),
+                    other => vec![other],
+                };
+                for message in messages {
+                    let Some(method) = message["method"].as_str() else { continue };
+                    if message.get("id").is_some() {
+                        asked.insert(message["id"].to_string(), (method.to_owned(), from.clone()));
                     }
                     if key == "client" && method == "initialize" {
-                        if step[key]["params"]["protocolVersion"] == 1 {
+                        if message["params"]["protocolVersion"] == 1 {
                             v1_connections.insert(from.clone());
                         } else {
                             v1_connections.remove(&from);
@@ -215,7 +221,15 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
                 }
             }
             let emitted: Vec<&Value> = match (step.get("expect").or(step.get("expectSent")), step.get("sends")) {
-                (Some(Value::Array(out)), _) => out.iter().filter(|o| o.get("jsonrpc").is_some()).collect(),
+                // A batch of answers is checked entry by entry.
+                (Some(Value::Array(out)), _) => out
+                    .iter()
+                    .flat_map(|o| match o {
+                        Value::Array(entries) => entries.iter().collect::<Vec<_>>(),
+                        single => vec![single],
+                    })
+                    .filter(|o| o.get("jsonrpc").is_some())
+                    .collect(),
                 (_, Some(sent)) => vec![sent],
                 _ => Vec::new(),
             };

@@ -126,19 +126,30 @@ fn notifications_and_stray_responses_are_ignored() {
     assert!(a.ignored_lines() >= 2);
 }
 
-/// R-WIRE-5: ACP does not use batches; an array is refused as a whole, none of its elements
-/// served, and the connection carries on.
+/// R-WIRE-5: a batch's entries are served in order, its answers come back as one array, an
+/// invalid entry gets its own -32600 inside it, a batch of notifications gets nothing back, and
+/// the connection carries on.
 #[test]
-fn a_batch_is_refused_as_a_whole() {
+fn a_batch_is_served_entry_by_entry_and_answered_as_one_array() {
     let mut a = agent();
     let out = answer(
         &mut a,
         br#"[{"jsonrpc":"2.0","id":1,"method":"session/status","params":{"sessionId":"s1"}}, 5, [1], {"jsonrpc":"2.0","method":"_n"}]"#,
     );
     assert_eq!(out.len(), 1, "{out:?}");
-    assert_eq!(error(&out[0]).0, -32600);
-    assert!(out[0]["id"].is_null());
-    assert!(out[0]["error"]["data"]["detail"].as_str().unwrap_or_default().contains("batch"), "{out:?}");
+    let answers = out[0].as_array().expect("one array of answers");
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert_eq!(answers[0]["result"]["status"], "open");
+    for invalid in &answers[1..] {
+        assert_eq!(error(invalid).0, -32600);
+        assert!(invalid["id"].is_null());
+    }
+    assert!(
+        answer(&mut a, br#"[{"jsonrpc":"2.0","method":"_n"},{"jsonrpc":"2.0","method":"_m"}]"#).is_empty(),
+        "no reply to notifications"
+    );
+    let out = answer(&mut a, b"[]");
+    assert_eq!(error(&out[0]).0, -32600, "an empty batch is one error, not an array");
     let out = answer(&mut a, b"[1, 2");
     assert_eq!(error(&out[0]).0, -32700, "an unfinished array is a parse error");
     let out = answer(&mut a, br#"{"jsonrpc":"2.0","id":2,"method":"session/status","params":{"sessionId":"s1"}}"#);
@@ -153,8 +164,8 @@ fn the_client_connection_ignores_garbage_without_changing_state() {
         "{oops",
         "\u{0}",
         "[]",
-        // R-WIRE-5: a batch is not read, not even its well-formed update.
-        r#"[{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"running"}}}]"#,
+        // R-WIRE-5: a batch is read entry by entry, and garbage entries are ignored one by one.
+        "[1, [2], null]",
         "17",
         r#"{"jsonrpc":"2.0","id":5,"result":{}}"#,
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"user_message"}}}"#,

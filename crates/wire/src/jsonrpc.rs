@@ -104,20 +104,53 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&
     <&'de RawValue>::deserialize(deserializer).map(Some)
 }
 
-/// What a JSON array line is refused with.
-pub const BATCH_REFUSED: &str = "a JSON-RPC batch, which ACP does not use";
+/// What a line holding a batch is refused with where a single message is expected
+/// ([`parse_line`]; a batch is read with [`parse_batch`]).
+pub const BATCH_REFUSED: &str = "a JSON-RPC batch where one message was expected";
 
-/// Classifies one line. Invalid UTF-8 must be rejected by the caller's `&str` conversion
-/// ([`parse_bytes`] does it).
-///
-/// ACP does not use JSON-RPC batches: a JSON array is refused as a whole ([`FrameError::Invalid`]
-/// with a `null` id, answered -32600), none of its elements is read, as the official SDKs do.
+/// Whether `line` holds a JSON-RPC batch (a JSON array).
+pub fn is_batch(line: &str) -> bool {
+    line.trim_start().starts_with('[')
+}
+
+/// Classifies one line holding a single message. Invalid UTF-8 must be rejected by the caller's
+/// `&str` conversion ([`parse_bytes`] does it). A batch (a JSON array) is not a single message:
+/// it is [`FrameError::Invalid`] with a `null` id here; read it with [`parse_batch`] and each
+/// entry with [`parse_entry`].
 pub fn parse_line(line: &str) -> Result<Incoming<'_>, FrameError> {
-    if line.trim_start().starts_with('[') {
+    if is_batch(line) {
         serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(|e| FrameError::Parse { detail: e.to_string() })?;
         return Err(FrameError::Invalid { id: None, detail: BATCH_REFUSED.into() });
     }
     classify(line)
+}
+
+/// The entries of a batch line (upstream v2 draft, "JSON-RPC Batch Messages": "ACP follows the
+/// JSON-RPC 2.0 batch rules"): the array's values, unread. Not JSON is [`FrameError::Parse`];
+/// an empty array is [`FrameError::Invalid`] with a `null` id ("An empty array receives a
+/// single `Invalid Request` response").
+pub fn parse_batch(line: &str) -> Result<Vec<&RawValue>, FrameError> {
+    let entries: Vec<&RawValue> = serde_json::from_str(line).map_err(|e| FrameError::Parse { detail: e.to_string() })?;
+    if entries.is_empty() {
+        return Err(FrameError::Invalid { id: None, detail: "an empty batch".into() });
+    }
+    Ok(entries)
+}
+
+/// Classifies one entry of a batch: a single message, as [`parse_line`] classifies a line; an
+/// entry that is no message object (a number, a nested array) is [`FrameError::Invalid`] with
+/// a `null` id ("Invalid entries in a non-empty batch produce their own `Invalid Request`
+/// responses").
+pub fn parse_entry(entry: &RawValue) -> Result<Incoming<'_>, FrameError> {
+    if !entry.get().starts_with('{') {
+        return Err(FrameError::Invalid { id: None, detail: "a batch entry that is not a message object".into() });
+    }
+    classify(entry.get())
+}
+
+/// Whether `line` (a line this crate wrote, or any single message) is a response.
+pub fn is_response(line: &str) -> bool {
+    matches!(classify(line), Ok(Incoming::Response { .. }))
 }
 
 /// Like [`parse_line`] for raw bytes: invalid UTF-8 is a parse error.

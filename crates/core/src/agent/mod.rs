@@ -503,7 +503,9 @@ impl Agent {
             if let Output::Line { to, line } = output {
                 for conn in to {
                     if let Some(v1) = self.v1.get_mut(conn) {
-                        v1.note_receipt(line);
+                        for entry in batch_entries(line) {
+                            v1.note_receipt(&entry);
+                        }
                     }
                 }
             }
@@ -517,7 +519,7 @@ impl Agent {
                         out.push(Output::Line { to: v2, line: line.clone() });
                     }
                     for conn in v1 {
-                        let lines = self.v1.get_mut(&conn).map(|c| c.outbound(&line)).unwrap_or_default();
+                        let lines = self.v1.get_mut(&conn).map(|c| v1_outbound(c, &line)).unwrap_or_default();
                         out.extend(lines.into_iter().map(|line| Output::Line { to: vec![conn.clone()], line }));
                     }
                 }
@@ -553,10 +555,49 @@ impl Agent {
         if let Err(e) = jsonrpc::check_size(line.len(), self.config.policy.line_limit()) {
             return self.frame_error(conn, &e);
         }
-        // A batch is refused as a whole, -32600 with a `null` id (R-WIRE-5).
+        if jsonrpc::is_batch(line) {
+            return self.handle_batch(conn, line);
+        }
         match jsonrpc::parse_line(line) {
             Ok(msg) => self.handle_message(conn, msg),
             Err(e) => self.frame_error(conn, &e),
+        }
+    }
+
+    /// Applies a JSON-RPC batch (R-WIRE-5): each entry as a line of its own, in order, an invalid
+    /// entry answered -32600 on its own; the answers the batch gets while it is handled go out
+    /// as one array, where the first of them would have gone; a batch of notifications gets no
+    /// reply. An answer that waits on the session (a prompt held during a turn, a v1 prompt
+    /// answered at its turn's end) goes out on its own line when it comes.
+    fn handle_batch(&mut self, conn: &ConnId, line: &str) {
+        let entries = match jsonrpc::parse_batch(line) {
+            Ok(entries) => entries,
+            Err(e) => return self.frame_error(conn, &e),
+        };
+        let start = self.out.len();
+        for entry in entries {
+            match jsonrpc::parse_entry(entry) {
+                Ok(msg) => self.handle_message(conn, msg),
+                Err(e) => self.frame_error(conn, &e),
+            }
+        }
+        let mut answers = Vec::new();
+        let mut first = None;
+        let mut i = start;
+        while i < self.out.len() {
+            let answer =
+                matches!(&self.out[i], Output::Line { to, line } if to.len() == 1 && &to[0] == conn && jsonrpc::is_response(line));
+            if answer {
+                first.get_or_insert(i);
+                if let Some(Output::Line { line, .. }) = self.out.remove(i) {
+                    answers.push(line);
+                }
+            } else {
+                i += 1;
+            }
+        }
+        if let Some(at) = first {
+            self.out.insert(at, Output::Line { to: vec![conn.to_owned()], line: format!("[{}]", answers.join(",")) });
         }
     }
 
@@ -726,4 +767,38 @@ impl Agent {
 fn _assert_send() {
     fn is<T: Send>() {}
     is::<Agent>();
+}
+
+/// The messages of a line: the entries of a batch of answers ([`Agent::handle_batch`]), else
+/// the line itself.
+fn batch_entries(line: &str) -> Vec<String> {
+    if jsonrpc::is_batch(line) {
+        if let Ok(entries) = jsonrpc::parse_batch(line) {
+            return entries.into_iter().map(|e| e.get().to_owned()).collect();
+        }
+    }
+    vec![line.to_owned()]
+}
+
+/// A line for a v1 connection in v1's shape; a batch of answers entry by entry, the answers
+/// still one array (a v1 prompt's receipt is kept back: it is answered at its turn's end).
+fn v1_outbound(conn: &mut V1Connection, line: &str) -> Vec<String> {
+    if !jsonrpc::is_batch(line) {
+        return conn.outbound(line);
+    }
+    let mut answers = Vec::new();
+    let mut others = Vec::new();
+    for entry in batch_entries(line) {
+        for translated in conn.outbound(&entry) {
+            if jsonrpc::is_response(&translated) {
+                answers.push(translated);
+            } else {
+                others.push(translated);
+            }
+        }
+    }
+    if !answers.is_empty() {
+        others.insert(0, format!("[{}]", answers.join(",")));
+    }
+    others
 }

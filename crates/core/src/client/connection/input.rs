@@ -37,11 +37,31 @@ impl ClientConnection {
         self.events.push_back(Event::Ignored { detail });
     }
 
-    /// Applies one line from the agent.
+    /// Applies one line from the agent: a message, or a JSON-RPC batch of them (R-WIRE-5), each
+    /// entry applied as a line of its own, in order.
     pub fn receive_line(&mut self, line: &str) {
         if line.len() > self.max_line_bytes {
             return self.ignore(format!("a line of {} bytes, over the limit", line.len()));
         }
+        if jsonrpc::is_batch(line) {
+            return match jsonrpc::parse_batch(line) {
+                Ok(entries) => {
+                    for entry in entries {
+                        if jsonrpc::is_batch(entry.get()) || !entry.get().starts_with('{') {
+                            self.ignore("a batch entry that is not a message object".into());
+                        } else {
+                            self.receive_message_line(entry.get());
+                        }
+                    }
+                }
+                Err(e) => self.ignore(e.to_string()),
+            };
+        }
+        self.receive_message_line(line);
+    }
+
+    /// Applies one message from the agent.
+    fn receive_message_line(&mut self, line: &str) {
         if self.v1() {
             return self.receive_v1_line(line);
         }

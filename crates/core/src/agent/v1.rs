@@ -54,9 +54,31 @@ pub struct V1Connection {
     /// `session/load` requests not yet answered, by the JSON text of their id.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     loads: BTreeSet<String>,
-    /// Tool calls announced with `tool_call`: `session\ntoolCallId`.
-    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
-    tool_calls: BTreeSet<String>,
+    /// Tool calls announced with `tool_call` (`session\ntoolCallId`), with the title they were
+    /// last announced with. A snapshot of an earlier version lists only their keys.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "tool_calls")]
+    tool_calls: BTreeMap<String, String>,
+}
+
+/// The announced tool calls of a snapshot: a map of titles, or (an earlier version) a list of
+/// keys, each then titled with its tool call's id.
+fn tool_calls<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<BTreeMap<String, String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Announced {
+        Titled(BTreeMap<String, String>),
+        Keys(BTreeSet<String>),
+    }
+    Ok(match Announced::deserialize(deserializer)? {
+        Announced::Titled(map) => map,
+        Announced::Keys(keys) => keys
+            .into_iter()
+            .map(|k| {
+                let id = k.split_once('\n').map_or(k.as_str(), |(_, id)| id).to_owned();
+                (k, id)
+            })
+            .collect(),
+    })
 }
 
 /// A v1 request, as the core should see it.
@@ -141,7 +163,7 @@ impl V1Connection {
             Ok(AgentLine::Other(Incoming::Response { id, outcome })) => self.response(line, &id, outcome.is_ok()),
             Ok(AgentLine::Other(Incoming::Request { id, method, params })) if method == m::SESSION_REQUEST_PERMISSION => {
                 match params.and_then(|p| serde_json::from_str::<RequestPermissionRequest>(p.get()).ok()) {
-                    Some(request) => vec![permission_request(&request, &id)],
+                    Some(request) => vec![permission_request(&request, &id, &mut self.tool_calls)],
                     None => vec![line.to_owned()],
                 }
             }
@@ -207,7 +229,11 @@ impl V1Connection {
                     .raw_input(t.raw_input.clone())
                     .raw_output(t.raw_output.clone())
                     .meta(t.meta.clone());
-                if !self.tool_calls.insert(format!("{session}\n{}", t.tool_call_id.0)) {
+                let key = format!("{session}\n{}", t.tool_call_id.0);
+                if let Some(known) = self.tool_calls.get_mut(&key) {
+                    if let Some(title) = &t.title {
+                        title.clone_into(known);
+                    }
                     return vec![notify(v1::SessionUpdate::ToolCallUpdate(Box::new(update)))];
                 }
                 // The first update of a tool call announces it: v1's `tool_call`, the same
@@ -215,6 +241,7 @@ impl V1Connection {
                 // title always reads as a `tool_call`; were it ever not to, the update still goes
                 // out as an update.
                 let title = t.title.clone().or_else(|| t.name.clone()).unwrap_or_else(|| t.tool_call_id.0.clone());
+                self.tool_calls.insert(key, title.clone());
                 let mut members = object(&update);
                 members.insert("title".into(), Value::from(title));
                 match serde_json::from_value::<v1::ToolCall>(Value::Object(members)) {
@@ -287,23 +314,44 @@ fn stdio_tags(params: &mut Map<String, Value>) -> bool {
     changed
 }
 
-/// v2's `session/request_permission` in v1's shape: `toolCall` (required in v1) from the
-/// subject's tool call (titled with the request's title when it has none), else one named
-/// after the request (R-V1-4).
-fn permission_request(request: &RequestPermissionRequest, id: &RequestId) -> String {
+/// v2's `session/request_permission` in v1's shape: `toolCall` (required in v1) is the tool
+/// call the subject names, as the runtime gave it, with the title it was last announced with
+/// when it has none (a client applies it as an update: the request's question must not rename
+/// the row), else one named after the request (R-V1-4). `known`: the titles of the tool calls
+/// announced on this connection (`session\ntoolCallId`), which a subject's title updates as
+/// the client's view of it.
+fn permission_request(request: &RequestPermissionRequest, id: &RequestId, known: &mut BTreeMap<String, String>) -> String {
     let subject = request.subject.as_ref();
     let kind = subject.and_then(|s| s.get("type")).and_then(Value::as_str);
     let titled = |tool_call_id: Value| {
         Map::from_iter([("toolCallId".to_owned(), tool_call_id), ("title".to_owned(), Value::from(request.title.clone()))])
     };
+    let with_known_title = |mut call: Map<String, Value>| {
+        let key = call.get("toolCallId").and_then(Value::as_str).map(|t| format!("{}\n{t}", request.session_id.0));
+        if let Some(key) = key {
+            match call.get("title").and_then(Value::as_str) {
+                Some(title) => {
+                    known.insert(key, title.to_owned());
+                }
+                None => {
+                    if let Some(title) = known.get(&key) {
+                        call.insert("title".into(), Value::from(title.clone()));
+                    }
+                }
+            }
+        }
+        call
+    };
     let tool_call = match kind {
-        Some("tool_call") => subject.and_then(|s| s.get("toolCall")).and_then(Value::as_object).cloned().map(|mut call| {
-            call.entry("title").or_insert_with(|| Value::from(request.title.clone()));
-            call
-        }),
-        Some("command") => subject.and_then(|s| s.get("toolCallId")).filter(|t| t.is_string()).cloned().map(titled),
+        Some("tool_call") => subject.and_then(|s| s.get("toolCall")).and_then(Value::as_object).cloned(),
+        Some("command") => subject
+            .and_then(|s| s.get("toolCallId"))
+            .filter(|t| t.is_string())
+            .cloned()
+            .map(|id| Map::from_iter([("toolCallId".to_owned(), id)])),
         _ => None,
     }
+    .map(with_known_title)
     .unwrap_or_else(|| titled(serde_json::to_value(id).unwrap_or(Value::Null)));
     let params = v1::RequestPermissionRequest::new(
         v1::SessionId(request.session_id.0.clone()),

@@ -304,7 +304,13 @@ fn methods(spec: &Spec) -> TokenStream {
     }
 }
 
-/// `session/revoke_inject` → `SESSION_REVOKE_INJECT`, `$/cancel_request` → `CANCEL_REQUEST`.
+/// `session/revoke_inject` → `SESSION_REVOKE_INJECT`, `$/cancel_request` → `CANCEL_REQUEST`,
+/// the extension `_session/steering` → `SESSION_STEERING`.
 pub fn method_const(method: &str) -> String {
-    method.trim_start_matches("$/").chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect()
+    method
+        .trim_start_matches("$/")
+        .trim_start_matches('_')
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .collect()
 }

@@ -17,7 +17,9 @@ fn unions_are_flattened_into_one_level_of_classes() {
     assert!(updates.contains(&"AgentMessageChunk".to_owned()) && updates.contains(&"IdleStateUpdate".to_owned()), "{updates:?}");
     assert!(updates.contains(&"OtherStateUpdate".to_owned()) && updates.last().map(String::as_str) == Some("OtherSessionUpdate"));
     let activity = m.members("SessionActivity");
-    for class in ["AgentMessageChunk", "IdleStateUpdate", "PendingItem", "Violation", "SessionClosed", "Tolerated", "PermissionRequested"] {
+    for class in
+        ["AgentMessageChunk", "IdleStateUpdate", "PendingItem", "Violation", "SessionClosed", "Tolerated", "PermissionRequested"]
+    {
         assert!(activity.contains(&class.to_owned()), "{class} in {activity:?}");
     }
     let idle = m.class("IdleStateUpdate").expect("a class");
@@ -31,7 +33,9 @@ fn unions_are_flattened_into_one_level_of_classes() {
 fn wire_structs_are_built_with_new_and_the_described_ones_with_literals() {
     let m = model();
     let Some(Kind::Struct(usage)) = m.get("Usage").map(|t| &t.kind) else { panic!() };
-    assert!(matches!(&usage.build, acp_inject_codegen::values::Build::New(r) if r == &["total_tokens", "input_tokens", "output_tokens"]));
+    assert!(
+        matches!(&usage.build, acp_inject_codegen::values::Build::New(r) if r == &["total_tokens", "input_tokens", "output_tokens"])
+    );
     assert!(usage.fields.iter().all(|f| f.name == "total_tokens" || f.default.is_some()));
     let Some(Kind::Union(answer)) = m.get("Answer").map(|t| &t.kind) else { panic!() };
     assert!(answer.variants.iter().any(|v| matches!(&v.payload, Payload::Like { class } if class == "SessionPage")));

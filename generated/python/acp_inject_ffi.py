@@ -616,6 +616,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 20:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_initialized() != 3130:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 63349:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_clientcore_close() != 61354:
@@ -900,6 +902,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_agent.restype
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_initialized.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_initialized.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel.restype = ctypes.c_uint16
@@ -1343,6 +1348,12 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities.argtyp
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_initialized.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_initialized.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_cancel.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -4166,6 +4177,13 @@ class ClientCoreProtocol(typing.Protocol):
         `steerInStream` is accepted, as ACP PR #2043 allows).
 """
         raise NotImplementedError
+    def assume_initialized(self, agent: bytes) -> None:
+        """
+        Takes the agent's whole `initialize` answer (an `InitializeResponse`) as known, without
+        an `initialize` exchange (a restored app): its version, its `session.inject`, and the
+        extensions its `_meta` advertises (steering, C-STEERING-1).
+"""
+        raise NotImplementedError
     def cancel(self, session_id: str) -> None:
         """
         `session/cancel`.
@@ -4402,6 +4420,26 @@ class ClientCore(ClientCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def assume_initialized(self, agent: bytes) -> None:
+        """
+        Takes the agent's whole `initialize` answer (an `InitializeResponse`) as known, without
+        an `initialize` exchange (a restored app): its version, its `session.inject`, and the
+        extensions its `_meta` advertises (steering, C-STEERING-1).
+"""
+        
+        _UniffiFfiConverterBytes.check_lower(agent)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterBytes.lower(agent),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_initialized,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)

@@ -3,7 +3,8 @@
 //
 //   initialize (version 1) → session/new → a prompt, answered {stopReason: "end_turn"} when its
 //   turn ends, with the agent's output as chunks and its permission request (v1's shape, with
-//   `toolCall`) answered → a prompt cancelled with session/cancel, answered "cancelled" →
+//   `toolCall`) answered → a steer sent mid-turn through the steering extension
+//   (`_session/steering`), injected into that turn → a prompt cancelled with session/cancel, answered "cancelled" →
 //   session/list → session/close → a second agent process on the same store loads the session
 //   (session/load: the history replayed as chunks before the answer).
 //
@@ -88,6 +89,42 @@ async function firstConnection() {
       `the permission's toolCall is a tool call the turn announced (${permissions[0].toolCall.toolCallId} among ${announced.join(", ")})`,
     );
     step(`session/request_permission: ${permissions.length} answered, toolCall ${permissions[0].toolCall.toolCallId}`);
+
+    // The steering extension (spec/rules.md R-STEERING-*): advertised at the top of the v1
+    // initialize result, a steer sent mid-turn as `_session/steering` is injected into that turn
+    // (the agent's reply mentions it), not echoed back, and an idle session answers
+    // promptRequired.
+    check(init._meta?.steering?.supported === true, "the agent advertises _meta.steering.supported");
+    updates = [];
+    let steered;
+    onUpdate = (u) => {
+      if (!steered && u.sessionUpdate === "agent_message_chunk") {
+        steered = ctx.request("_session/steering", {
+          sessionId,
+          prompt: [{ type: "text", text: "use the v2 API" }],
+          _meta: { steering: { idleBehavior: "promptRequired" } },
+        });
+      }
+    };
+    const steeredTurn = await withTimeout(
+      ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "a steered task" }] }),
+      30000,
+      "the steered prompt's answer",
+    );
+    onUpdate = () => {};
+    check(steered !== undefined, "_session/steering was sent during the turn");
+    const outcome = await withTimeout(steered, 10000, "the steering answer");
+    check(outcome.outcome === "injected", `the steer mid-turn was answered ${JSON.stringify(outcome)}`);
+    check(steeredTurn.stopReason === "end_turn", `the steered prompt ended ${steeredTurn.stopReason}`);
+    check(text("agent_message_chunk").includes("use the v2 API"), "the steer reached the turn (the reply mentions it)");
+    check(!text("user_message_chunk").includes("use the v2 API"), "the steer is not echoed to the client that sent it");
+    const idle = await ctx.request("_session/steering", {
+      sessionId,
+      prompt: [{ type: "text", text: "too late" }],
+      _meta: { steering: { idleBehavior: "promptRequired" } },
+    });
+    check(idle.outcome === "promptRequired", `a steer on the idle session was answered ${JSON.stringify(idle)}`);
+    step(`_session/steering: injected mid-turn and heard by the turn, promptRequired when idle`);
 
     // A prompt cancelled once the agent has started answering.
     updates = [];

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from acp_inject import AcpError, AgentCore, AgentConfig, ClientCore, ConnectionRole, InjectCapabilities, Output, SteerFallback
-from acp_inject.values import CallRejected, ContentBlock, InjectMode, RuntimeEvent, decode, encode
+from acp_inject import AcpError, AgentCore, AgentConfig, ClientCore, ConnectionRole, Output, SteerFallback
+from acp_inject.values import CallRejected, ContentBlock, InitializeResponse, InjectMode, RuntimeEvent, decode, encode
 
 try:
     from acp_inject.acp_inject_ffi import acp_inject_ffi_conformance as _component
@@ -122,7 +122,7 @@ def _drive_client(run: VectorRun) -> None:
     client = ClientCore(16 << 20)
     lined = ClientCore(16 << 20)
     for c in (client, lined):
-        c.assume_agent(setup.protocol_version, decode(Optional[InjectCapabilities], setup.capabilities))
+        c.assume_initialized(decode(InitializeResponse, setup.agent))
         c.set_steer_fallback(decode(Optional[SteerFallback], setup.steer_fallback))
         c.open_session(setup.session, None)
     while (step := run.next()) is not None:

@@ -11,7 +11,9 @@ pub(super) fn parse(text: &str) -> Result<(Vec<TypeDef>, Vec<String>), Error> {
     let types = root.get("types").and_then(Value::as_object).ok_or_else(|| model_err("spec/values.json", "has no `types` object"))?;
     let wire = match root.get("wire") {
         None => Vec::new(),
-        Some(Value::Array(names)) => names.iter().map(|n| as_str(n, "spec/values.json", "`wire`").map(str::to_owned)).collect::<Result<_, _>>()?,
+        Some(Value::Array(names)) => {
+            names.iter().map(|n| as_str(n, "spec/values.json", "`wire`").map(str::to_owned)).collect::<Result<_, _>>()?
+        }
         Some(_) => return Err(model_err("spec/values.json", "`wire` is not a list of names")),
     };
     Ok((types.iter().map(|(name, def)| type_def(name, def)).collect::<Result<_, _>>()?, wire))
@@ -50,8 +52,7 @@ fn type_def(name: &str, def: &Value) -> Result<TypeDef, Error> {
             .collect::<Result<Vec<_>, Error>>()?;
         Kind::Enum(Enum { values, open: None })
     } else if let Some(variants) = def.get("union") {
-        let variants =
-            object(variants, name)?.iter().map(|(rust, v)| variant(name, rust, v)).collect::<Result<Vec<_>, Error>>()?;
+        let variants = object(variants, name)?.iter().map(|(rust, v)| variant(name, rust, v)).collect::<Result<Vec<_>, Error>>()?;
         Kind::Union(Union { variants, other: None, error })
     } else {
         return Err(model_err(name, "is none of `fields`, `newtype`, `enum`, `union`"));
@@ -100,7 +101,9 @@ fn fields_of(fields: &Value, owner: &str) -> Result<Vec<Field>, Error> {
                 None if matches!(ty, Ty::Option(_)) => Some(Default::Null),
                 None => None,
                 Some(Value::Bool(b)) => Some(Default::Bool(*b)),
-                Some(Value::Number(n)) => Some(Default::Int(n.as_i64().ok_or_else(|| model_err(&owner, "a default number is an integer"))?)),
+                Some(Value::Number(n)) => {
+                    Some(Default::Int(n.as_i64().ok_or_else(|| model_err(&owner, "a default number is an integer"))?))
+                }
                 Some(Value::String(s)) => Some(Default::Enum(s.clone())),
                 Some(Value::Array(a)) if a.is_empty() => Some(Default::EmptyList),
                 Some(Value::Object(o)) if o.is_empty() => Some(Default::Struct),

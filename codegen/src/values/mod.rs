@@ -294,7 +294,13 @@ pub fn other_fields() -> Vec<Field> {
             default: None,
             boxed: false,
         },
-        Field { name: "raw".into(), ty: Ty::JsonObject, doc: "The whole JSON object, as received.".into(), default: None, boxed: false },
+        Field {
+            name: "raw".into(),
+            ty: Ty::JsonObject,
+            doc: "The whole JSON object, as received.".into(),
+            default: None,
+            boxed: false,
+        },
     ]
 }
 
@@ -537,7 +543,8 @@ fn settle(types: &mut [TypeDef]) -> Result<(), Error> {
     Ok(())
 }
 
-const OTHER_DOC: &str = "A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.";
+const OTHER_DOC: &str =
+    "A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.";
 
 fn other_fields_static() -> &'static [Field] {
     static FIELDS: std::sync::OnceLock<Vec<Field>> = std::sync::OnceLock::new();

@@ -254,8 +254,11 @@ fn class_def(model: &Model, c: &Class<'_>) -> String {
 fn error_classes(model: &Model, t: &TypeDef) -> String {
     let Kind::Union(u) = &t.kind else { return String::new() };
     let name = &t.name;
-    let classes: Vec<Class<'_>> =
-        u.variants.iter().filter_map(|v| if let Payload::Class { class, .. } = &v.payload { model.class(class) } else { None }).collect();
+    let classes: Vec<Class<'_>> = u
+        .variants
+        .iter()
+        .filter_map(|v| if let Payload::Class { class, .. } = &v.payload { model.class(class) } else { None })
+        .collect();
     let mut out = format!("\n\nclass {name}(Exception):\n{}", docstring(&t.doc, "    "));
     out += "\n    _fields: ClassVar[Tuple[str, ...]] = ()\n";
     for c in &classes {
@@ -338,8 +341,10 @@ def encode_error(error: {name}) -> bytes:
 }
 
 fn exports(model: &Model) -> String {
-    let names: BTreeSet<&str> = model.types.iter().filter(|t| matches!(t.kind, Kind::Union(_) | Kind::Newtype(_))).map(|t| t.name.as_str()).collect();
-    let mut out = String::from("\n\nRequestId = int | str | None\n\"\"\"A JSON-RPC request id: an integer, a string or null.\"\"\"\n\n");
+    let names: BTreeSet<&str> =
+        model.types.iter().filter(|t| matches!(t.kind, Kind::Union(_) | Kind::Newtype(_))).map(|t| t.name.as_str()).collect();
+    let mut out =
+        String::from("\n\nRequestId = int | str | None\n\"\"\"A JSON-RPC request id: an integer, a string or null.\"\"\"\n\n");
     let list: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     let _ = write!(
         out,

@@ -112,13 +112,15 @@ fn dec_class(model: &Model, c: &Class<'_>) -> String {
         let read = format!("Decode::decode(r).map_err(|e| e.at({key:?}))?");
         arms += &match f.ty {
             Ty::Option(_) => format!("{key:?} => {name} = {read},\n"),
-            Ty::Patch(_) => format!("{key:?} => {name} = if r.take_nil() {{ {WIRE}::Patch::Null }} else {{ {WIRE}::Patch::Value({read}) }},\n"),
+            Ty::Patch(_) => {
+                format!("{key:?} => {name} = if r.take_nil() {{ {WIRE}::Patch::Null }} else {{ {WIRE}::Patch::Value({read}) }},\n")
+            }
             _ => format!("{key:?} => {name} = Some({read}),\n"),
         };
     }
-    let _ = write!(
+    let _ = writeln!(
         body,
-        "for _ in 0..n {{ let key = r.key()?; match key {{ {arms} other => return Err(DecodeError::unknown_field({:?}, other)), }} }}\n",
+        "for _ in 0..n {{ let key = r.key()?; match key {{ {arms} other => return Err(DecodeError::unknown_field({:?}, other)), }} }}",
         c.name
     );
     let values: Vec<String> = c
@@ -330,7 +332,7 @@ fn newtype_impls(model: &Model, t: &TypeDef, inner: &Ty) -> String {
     let (get, build) = match t.origin {
         super::Origin::Wire => ("self.0.encode(w)".to_owned(), format!("{rust}(Decode::decode(r)?)")),
         super::Origin::Described => (
-            format!("<Self as ::std::convert::AsRef<str>>::as_ref(self).encode(w)"),
+            "<Self as ::std::convert::AsRef<str>>::as_ref(self).encode(w)".to_owned(),
             format!("<{rust} as ::std::convert::From<{inner_rust}>>::from(Decode::decode(r)?)"),
         ),
     };

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use syn::{Fields, Item, Type};
 
-use super::{doc_text, model_err, Build, Default, Enum, EnumValue, Field, Kind, Origin, Other, Payload, Struct, Ty, TypeDef, Union, Variant};
+use super::{
+    doc_text, model_err, Build, Default, Enum, EnumValue, Field, Kind, Origin, Other, Payload, Struct, Ty, TypeDef, Union, Variant,
+};
 use crate::Error;
 
 /// Items of the expansion that are support code, not wire types (`RequestId` is a builtin of
@@ -79,7 +81,8 @@ pub(super) fn parse(expansion: &str) -> Result<Vec<TypeDef>, Error> {
                                 let fname = f.ident.as_ref().map(ToString::to_string).unwrap_or_default();
                                 let owner = format!("{name}.{fname}");
                                 let ty = ty(&f.ty, &owner)?;
-                                let given = DEFAULTS.iter().find(|(t, m, _)| *t == name && *m == fname).map(|(_, _, v)| Default::Int(*v));
+                                let given =
+                                    DEFAULTS.iter().find(|(t, m, _)| *t == name && *m == fname).map(|(_, _, v)| Default::Int(*v));
                                 let default = if required.contains(&fname) {
                                     given
                                 } else {
@@ -161,7 +164,11 @@ fn union(e: &syn::ItemEnum, tag: Option<&String>) -> Result<Kind, Error> {
             continue;
         }
         // Struct or union: settled once the whole model is read (`Model::build`).
-        variants.push(Variant { rust: v.ident.to_string(), doc: doc_text(&v.attrs), payload: Payload::Struct { ty: inner_name, boxed } });
+        variants.push(Variant {
+            rust: v.ident.to_string(),
+            doc: doc_text(&v.attrs),
+            payload: Payload::Struct { ty: inner_name, boxed },
+        });
     }
     Ok(Kind::Union(Union { variants, other, error: false }))
 }

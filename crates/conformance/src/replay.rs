@@ -15,8 +15,8 @@ use acp_inject_core::agent::{
 };
 use acp_inject_core::client::{Answer, CallRejected, Event, ItemStatus, MirrorSnapshot, ProtocolError, SteerFallback};
 use acp_inject_core::wire::{
-    jsonrpc, methods, ContentBlock, Implementation, InitializeRequest, InjectCapabilities, InjectMode, ProtocolVersion, RequestId,
-    StopReason,
+    jsonrpc, methods, AgentCapabilities, ContentBlock, Implementation, InitializeRequest, InitializeResponse, InjectCapabilities,
+    InjectMode, ProtocolVersion, RequestId, SessionCapabilities, StopReason,
 };
 use serde_json::Value;
 
@@ -74,6 +74,10 @@ pub struct ClientSetup {
     pub protocol_version: u16,
     /// What the client does with a steer the agent cannot take.
     pub steer_fallback: Option<SteerFallback>,
+    /// The agent's `initialize` answer these settle: `protocol_version`, `session.inject`
+    /// (none for version 1), and `_meta.steering.supported` when the vector says `steering`
+    /// (C-STEERING-1). Drivers hand it to the client as known.
+    pub agent: InitializeResponse,
 }
 
 /// A call of the client API.
@@ -645,11 +649,21 @@ pub fn client_setup(vector: &Value) -> Result<ClientSetup, Mismatch> {
         None => None,
         Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| err(format!("steerFallback: {e}")))?),
     };
+    let steering = match vector.get("steering") {
+        None => false,
+        Some(v) => v.as_bool().ok_or_else(|| err(format!("steering: {v} (true or false)")))?,
+    };
+    let inject = if protocol_version == 1 { None } else { capabilities.clone() };
+    let meta = steering.then(|| serde_json::Map::from_iter([("steering".to_owned(), serde_json::json!({"supported": true}))]));
+    let agent = InitializeResponse::new(ProtocolVersion(protocol_version), Implementation::new("agent", String::new()))
+        .capabilities(AgentCapabilities::new().session(SessionCapabilities::new().inject(inject)))
+        .meta(meta);
     Ok(ClientSetup {
         session: vector.get("sessionId").and_then(Value::as_str).unwrap_or("s1").to_owned(),
         capabilities,
         protocol_version,
         steer_fallback,
+        agent,
     })
 }
 

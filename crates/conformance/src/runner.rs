@@ -157,7 +157,7 @@ fn drive_client(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     let vector: Value = serde_json::from_str(text).map_err(|e| Mismatch(e.to_string()))?;
     let setup = client_setup(&vector)?;
     let mut conn = ClientConnection::default();
-    conn.assume_agent(setup.protocol_version, setup.capabilities);
+    conn.assume_initialized(setup.agent);
     conn.set_steer_fallback(setup.steer_fallback);
     conn.open_session(&SessionId(setup.session), None);
     while let Some(instruction) = run.next_instruction()? {

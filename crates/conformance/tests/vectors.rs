@@ -67,9 +67,19 @@ fn malformed_vectors_fail_cleanly() {
     assert!(run_text(unbound).mismatch.unwrap().contains("before it is bound"));
 }
 
-/// This toolkit's extension methods, which the upstream schema does not know (spec/README.md,
-/// the deviation table): their requests and the answers to them are left out below.
-const EXTENSION_METHODS: [&str; 3] = ["session/inject", "session/revoke_inject", "session/replace_inject"];
+/// The extension methods, which the upstream schema does not know (spec/README.md, the
+/// deviation table), with the definitions of their params and result in this toolkit's own
+/// schema (`spec/acp-inject.schema.json`), which checks their requests and answers instead.
+const EXTENSION_METHODS: [(&str, &str, &str); 4] = [
+    ("session/inject", "InjectRequest", "InjectResponse"),
+    ("session/revoke_inject", "RevokeInjectRequest", "RevokeInjectResponse"),
+    ("session/replace_inject", "ReplaceInjectRequest", "ReplaceInjectResponse"),
+    ("_session/steering", "SteeringRequest", "SteeringResponse"),
+];
+
+fn extension(method: &str) -> Option<(&'static str, &'static str)> {
+    EXTENSION_METHODS.iter().find(|(m, _, _)| *m == method).map(|(_, params, result)| (*params, *result))
+}
 
 /// The upstream definition of a method's params and of its result, as the official SDK's
 /// validators pick them (interop/typescript-sdk/validate.mjs does the same on live lines).
@@ -106,8 +116,9 @@ fn upstream_v1_defs(method: &str) -> Option<(&'static str, Option<&'static str>)
 /// (a line to a connection that negotiated v1: the v1 schema, `spec/upstream/v1/schema.json`):
 /// the envelope, then the params by method and a result by the method it answers, errors as
 /// upstream's `Error`, each with the upstream definition the official SDK validates it with.
-/// What carries or answers an extension method ([`EXTENSION_METHODS`]) is counted, not checked;
-/// `_`-prefixed updates are upstream's own extension form and are checked as they are.
+/// What carries or answers an extension method ([`EXTENSION_METHODS`]) is counted apart and
+/// checked against this toolkit's schema; `_`-prefixed updates are upstream's own extension
+/// form and are checked as they are.
 #[test]
 fn emitted_messages_validate_against_the_vendored_upstream_schema() {
     use serde_json::{json, Value};
@@ -116,6 +127,16 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
         serde_json::from_str(&text).expect("JSON")
     };
     let (upstream, upstream_v1) = (read("spec/upstream/v2/schema.unstable.json"), read("spec/upstream/v1/schema.json"));
+    let ours = read("spec/acp-inject.schema.json");
+    let mut extension_validators = std::collections::HashMap::new();
+    // An extension's params or result, against this toolkit's schema.
+    let mut valid_extension = |def: &str, value: &Value| -> Vec<String> {
+        let v = extension_validators.entry(def.to_owned()).or_insert_with(|| {
+            let schema = json!({ "$ref": format!("#/$defs/{def}"), "$defs": ours["$defs"].clone() });
+            jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{def} does not compile: {e}"))
+        });
+        v.iter_errors(value).map(|e| format!("ours {def}: {e} at {}", e.instance_path())).take(3).collect::<Vec<_>>()
+    };
     let mut validators = std::collections::HashMap::new();
     // `v1`: the line is one of a v1 connection's, checked against the v1 schema.
     let mut valid = |v1: bool, def: &str, value: &Value| -> Vec<String> {
@@ -134,8 +155,9 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
             return Err(vec!["jsonrpc is not \"2.0\"".into()]);
         }
         if let Some(method) = message["method"].as_str() {
-            if EXTENSION_METHODS.contains(&method) {
-                return Ok(false);
+            if let Some((params, _)) = extension(method) {
+                let errors = valid_extension(params, &message["params"]);
+                return if errors.is_empty() { Ok(false) } else { Err(errors) };
             }
             let (params, _) = defs(method).ok_or_else(|| vec![format!("no upstream definition for {method}")])?;
             if message.get("id").is_some() && !(message["id"].is_string() || message["id"].is_i64()) {
@@ -145,8 +167,13 @@ fn emitted_messages_validate_against_the_vendored_upstream_schema() {
             return if errors.is_empty() { Ok(true) } else { Err(errors) };
         }
         let Some(answered) = answered else { return Err(vec!["a response to no request of the vector".into()]) };
-        if EXTENSION_METHODS.contains(&answered) {
-            return Ok(false);
+        if let Some((_, result)) = extension(answered) {
+            let errors = match (message.get("result"), message.get("error")) {
+                (Some(r), None) => valid_extension(result, r),
+                (None, Some(error)) => valid(v1, "Error", error),
+                _ => vec!["a response needs exactly one of result and error".into()],
+            };
+            return if errors.is_empty() { Ok(false) } else { Err(errors) };
         }
         let errors = match (message.get("result"), message.get("error")) {
             (Some(result), None) => match defs(answered).and_then(|d| d.1) {

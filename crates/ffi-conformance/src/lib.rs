@@ -71,6 +71,9 @@ pub struct ClientSetup {
     pub protocol_version: u16,
     /// An optional `SteerFallback`, encoded.
     pub steer_fallback: Vec<u8>,
+    /// The agent's `initialize` answer (an `InitializeResponse`, encoded), for the client's
+    /// `assume_initialized`: the version, `session.inject` and the advertised extensions.
+    pub agent: Vec<u8>,
 }
 
 /// A call of the client API (content: a list of `ContentBlock`, mode: an `InjectMode`, encoded).
@@ -167,6 +170,7 @@ impl VectorRun {
                         capabilities: out(&c.capabilities),
                         protocol_version: c.protocol_version,
                         steer_fallback: out(&c.steer_fallback),
+                        agent: out(&c.agent),
                     };
                     (None, Some(setup))
                 }

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use acp_inject_core::client::{ClientConnection, Event, SessionMirror, SteerFallback};
 use acp_inject_core::wire::{
-    ContentBlock, Implementation, InjectCapabilities, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome, SessionId,
+    ContentBlock, Implementation, InitializeResponse, InjectCapabilities, InjectMode, McpServer, MessageId, RequestId,
+    RequestPermissionOutcome, SessionId,
 };
 
 use crate::{arg, guard, lock, out, AcpError, FfiError};
@@ -81,6 +82,16 @@ impl ClientCore {
     pub fn assume_agent(&self, protocol_version: u16, inject: Vec<u8>) -> Result<(), FfiError> {
         self.call(|c| {
             c.assume_agent(protocol_version, arg::<Option<InjectCapabilities>>(&inject, "inject")?);
+            Ok(())
+        })
+    }
+
+    /// Takes the agent's whole `initialize` answer (an `InitializeResponse`) as known, without
+    /// an `initialize` exchange (a restored app): its version, its `session.inject`, and the
+    /// extensions its `_meta` advertises (steering, C-STEERING-1).
+    pub fn assume_initialized(&self, agent: Vec<u8>) -> Result<(), FfiError> {
+        self.call(|c| {
+            c.assume_initialized(arg::<InitializeResponse>(&agent, "agent")?);
             Ok(())
         })
     }

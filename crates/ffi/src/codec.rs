@@ -142,7 +142,16 @@ fn describe(m: Marker) -> &'static str {
     match m {
         Marker::Null => "null",
         Marker::True | Marker::False => "a boolean",
-        Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 | Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64 => "an integer",
+        Marker::FixPos(_)
+        | Marker::FixNeg(_)
+        | Marker::U8
+        | Marker::U16
+        | Marker::U32
+        | Marker::U64
+        | Marker::I8
+        | Marker::I16
+        | Marker::I32
+        | Marker::I64 => "an integer",
         Marker::F32 | Marker::F64 => "a number",
         Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => "a string",
         Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => "a list",
@@ -246,7 +255,16 @@ impl<'a> Reader<'a> {
     fn is_int(m: Marker) -> bool {
         matches!(
             m,
-            Marker::FixPos(_) | Marker::FixNeg(_) | Marker::U8 | Marker::U16 | Marker::U32 | Marker::U64 | Marker::I8 | Marker::I16 | Marker::I32 | Marker::I64
+            Marker::FixPos(_)
+                | Marker::FixNeg(_)
+                | Marker::U8
+                | Marker::U16
+                | Marker::U32
+                | Marker::U64
+                | Marker::I8
+                | Marker::I16
+                | Marker::I32
+                | Marker::I64
         )
     }
 
@@ -612,7 +630,7 @@ mod tests {
     fn hostile_lengths_and_depth_are_refused_without_allocating() {
         // An array that claims 2^32-1 items, with none.
         assert!(decode::<Vec<u64>>(&[0xdd, 0xff, 0xff, 0xff, 0xff]).is_err());
-        let deep: Vec<u8> = std::iter::repeat(0x91).take(10_000).chain([0xc0]).collect();
+        let deep: Vec<u8> = std::iter::repeat_n(0x91, 10_000).chain([0xc0]).collect();
         assert_eq!(decode::<Value>(&deep).unwrap_err().message, "a JSON value nests too deep");
     }
 

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_inject_core::client::SteerFallback;
-use acp_inject_core::wire::{ContentBlock, Implementation, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome, SessionId, SessionInfo};
+use acp_inject_core::wire::{
+    ContentBlock, Implementation, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome, SessionId, SessionInfo,
+};
 use acp_inject_transport::ConnectOptions as Options;
 
 use crate::{arg, guard, on_runtime, out, AcpError, FfiError};
@@ -110,7 +112,12 @@ impl Connection {
     }
 
     /// `session/new` with `mcp_servers` (a list of `McpServer`).
-    pub async fn new_session(&self, cwd: String, additional_directories: Vec<String>, mcp_servers: Vec<u8>) -> Result<Arc<Session>, FfiError> {
+    pub async fn new_session(
+        &self,
+        cwd: String,
+        additional_directories: Vec<String>,
+        mcp_servers: Vec<u8>,
+    ) -> Result<Arc<Session>, FfiError> {
         let mcp_servers = arg::<Vec<McpServer>>(&mcp_servers, "mcp_servers").map_err(FfiError::from)?;
         let c = self.inner.clone();
         on_runtime(async move {

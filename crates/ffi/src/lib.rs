@@ -189,7 +189,10 @@ mod tests {
         assert_eq!(message, "refused locally: invalid_arguments: empty");
         let back: AcpError = codec::decode(&error).unwrap();
         // The reason's text stays in `detail`; the reason is its kind.
-        assert_eq!(back, AcpError::Rejected { reason: CallRejected::InvalidArguments(String::new()), detail: "invalid_arguments: empty".into() });
+        assert_eq!(
+            back,
+            AcpError::Rejected { reason: CallRejected::InvalidArguments(String::new()), detail: "invalid_arguments: empty".into() }
+        );
         let garbled = FfiError::Failed { message: "m".into(), error: vec![0xc1] };
         assert_eq!(AcpError::from(garbled), AcpError::Internal { detail: "m".into() });
     }

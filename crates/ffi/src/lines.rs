@@ -131,13 +131,7 @@ pub unsafe extern "C" fn acp_inject_line_port_receive_into(
 /// As for [`acp_inject_line_port_receive_into`], with `bytes` pointing to `len` readable bytes.
 #[no_mangle]
 #[allow(unsafe_code)]
-pub unsafe extern "C" fn acp_inject_line_port_feed_into(
-    port: u64,
-    bytes: *const u8,
-    len: u64,
-    out: *mut u8,
-    out_cap: u64,
-) -> i64 {
+pub unsafe extern "C" fn acp_inject_line_port_feed_into(port: u64, bytes: *const u8, len: u64, out: *mut u8, out_cap: u64) -> i64 {
     // SAFETY: the caller's contract above.
     let (core, bytes, out) = unsafe { parts(port, bytes, len, out, out_cap) };
     match catch_unwind(AssertUnwindSafe(|| core.feed_events(bytes))) {

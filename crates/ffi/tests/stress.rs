@@ -11,7 +11,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use acp_inject_core::agent::{BreakPoint, HistoryEntry, Output, RuntimeAction, RuntimeEvent};
-use acp_inject_core::wire::{ContentBlock, StopReason};
+use acp_inject_core::wire::{ContentBlock, PendingInject, StopReason};
+use acp_inject_ffi::codec::{decode, encode};
 use acp_inject_ffi::AgentCore;
 use serde_json::{json, Value};
 
@@ -78,7 +79,7 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                 let text = format!("t{t}-{i}");
                 let line = json!({ "jsonrpc": "2.0", "id": req, "method": "session/inject",
                     "params": { "sessionId": "s1", "mode": if steer { "steer" } else { "queue" }, "content": [{ "type": "text", "text": text }] } });
-                let out = core.handle_line(conn.as_str().into(), line.to_string()).unwrap();
+                let out: Vec<Output> = decode(&core.handle_line(conn.as_str().into(), line.to_string()).unwrap()).unwrap();
                 // Record the accept before the deliveries it may cause (a queue inject on an
                 // idle session starts a turn at once).
                 let a = answer(&out, &conn, req);
@@ -101,7 +102,7 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                 } else {
                     json!({ "jsonrpc": "2.0", "id": req, "method": "session/revoke_inject", "params": { "sessionId": "s1", "messageId": id } })
                 };
-                let out = core.handle_line(conn.as_str().into(), line.to_string()).unwrap();
+                let out: Vec<Output> = decode(&core.handle_line(conn.as_str().into(), line.to_string()).unwrap()).unwrap();
                 let a = answer(&out, &conn, req);
                 let mut l = log.lock().unwrap();
                 if a.get("result").is_some() {
@@ -118,15 +119,14 @@ fn worker(core: Arc<AgentCore>, log: Arc<Mutex<Log>>, t: usize) {
                 record(&log, &out);
             }
             6 | 7 => {
-                if let Ok(out) = core.runtime_event("s1".into(), RuntimeEvent::BreakPoint(BreakPoint::ToolResult)) {
-                    record(&log, &out);
+                if let Ok(out) = core.runtime_event("s1".into(), encode(&RuntimeEvent::BreakPoint(BreakPoint::ToolResult))) {
+                    record(&log, &decode::<Vec<Output>>(&out).unwrap());
                 }
             }
             _ => {
-                if let Ok(out) = core
-                    .runtime_event("s1".into(), RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None })
-                {
-                    record(&log, &out);
+                let ended = RuntimeEvent::TurnEnded { stop_reason: StopReason::EndTurn, usage: None, error: None };
+                if let Ok(out) = core.runtime_event("s1".into(), encode(&ended)) {
+                    record(&log, &decode::<Vec<Output>>(&out).unwrap());
                 }
             }
         }
@@ -138,11 +138,11 @@ fn eight_threads_one_session() {
     let core = AgentCore::new(acp_inject_ffi::default_agent_config()).unwrap();
     assert!(core.create_session("s1".into(), "/work".into()).unwrap());
     for t in 0..THREADS {
-        assert!(core.attach_to_session(format!("c{t}").into(), "s1".into()).unwrap());
+        assert!(core.attach_to_session(format!("c{t}"), "s1".into()).unwrap());
         // R-INIT-2: nothing but `initialize` is served before it.
         let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
             "params": { "protocolVersion": 2, "info": { "name": "stress", "version": "0" } } });
-        core.handle_line(format!("c{t}").into(), init.to_string()).unwrap();
+        core.handle_line(format!("c{t}"), init.to_string()).unwrap();
     }
     let log = Arc::new(Mutex::new(Log::default()));
     let (done_tx, done) = mpsc::channel();
@@ -158,7 +158,8 @@ fn eight_threads_one_session() {
     }
 
     let log = log.lock().unwrap();
-    let pending: BTreeSet<String> = core.pending("s1".into()).unwrap().into_iter().map(|p| p.message_id.to_string()).collect();
+    let pending: Vec<PendingInject> = decode(&core.pending("s1".into()).unwrap()).unwrap();
+    let pending: BTreeSet<String> = pending.into_iter().map(|p| p.message_id.to_string()).collect();
     let mut once = BTreeSet::new();
     for (id, content) in &log.delivered {
         assert!(once.insert(id.clone()), "{id} delivered twice");
@@ -172,9 +173,8 @@ fn eight_threads_one_session() {
     }
     // The threads logged their outputs in whatever order they got to it; the core's history is
     // the serial order it actually delivered in. Same set, and FIFO in that order.
-    let history: Vec<String> = core
-        .history("s1".into())
-        .unwrap()
+    let history: Vec<HistoryEntry> = decode(&core.history("s1".into()).unwrap()).unwrap();
+    let history: Vec<String> = history
         .into_iter()
         .filter_map(|e| match e {
             HistoryEntry::User { message_id, .. } => Some(message_id.to_string()),

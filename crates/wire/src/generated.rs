@@ -2898,6 +2898,40 @@ MUST NOT count an `idle` snapshot as a new completion.*/
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+///Extension (`_session/steering`, the steering extension shipping agents and clients use: claude-agent-acp, pi-acp, crab): a message for the turn that is running, delivered at its next safe break-point. An agent advertises it with `_meta.steering.supported: true` at the top of its `initialize` result.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct SteeringRequest {
+    #[serde(rename = "sessionId")]
+    pub session_id: SessionId,
+    ///The message's content (at least one block).
+    #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
+    #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
+    pub prompt: ::std::vec::Vec<ContentBlock>,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_steeringrequest_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///What became of a `_session/steering` message.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct SteeringResponse {
+    pub outcome: SteeringOutcome,
+    ///Why, with `promptRequired`: `noRunningTurn`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub reason: ::std::option::Option<::std::string::String>,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_steeringresponse_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 /**Text content. May be plain text or formatted with Markdown.
 
 All agents MUST support text content blocks in prompts.
@@ -7327,6 +7361,105 @@ MUST NOT count an `idle` snapshot as a new completion.*/
         self
     }
 }
+fn __tolerant_steeringrequest_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "SteeringRequest._meta")
+}
+impl SerializeFields for SteeringRequest {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("sessionId", &self.session_id)?;
+        map.serialize_entry("prompt", &self.prompt)?;
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl SteeringRequest {
+    /// Builds [`SteeringRequest`] from its required members (`sessionId`, `prompt`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        session_id: impl ::std::convert::Into<SessionId>,
+        prompt: impl ::std::convert::Into<::std::vec::Vec<ContentBlock>>,
+    ) -> Self {
+        Self {
+            session_id: ::std::convert::Into::into(session_id),
+            prompt: ::std::convert::Into::into(prompt),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
+fn __tolerant_steeringresponse_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "SteeringResponse._meta")
+}
+impl SerializeFields for SteeringResponse {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("outcome", &self.outcome)?;
+        if !::std::option::Option::is_none(&self.reason) {
+            map.serialize_entry("reason", &self.reason)?;
+        }
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl SteeringResponse {
+    /// Builds [`SteeringResponse`] from its required members (`outcome`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(outcome: impl ::std::convert::Into<SteeringOutcome>) -> Self {
+        Self {
+            outcome: ::std::convert::Into::into(outcome),
+            reason: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    ///Why, with `promptRequired`: `noRunningTurn`.
+    ///
+    /// Sets the optional `reason` member (`None` leaves it absent).
+    #[must_use]
+    pub fn reason(mut self, reason: impl IntoOption<::std::string::String>) -> Self {
+        self.reason = IntoOption::into_option(reason);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_textcontent_annotations<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<Annotations>, D::Error> {
@@ -8815,6 +8948,110 @@ impl<'de> ::serde::Deserialize<'de> for ReplayFrom {
             }
         }
         deserializer.deserialize_map(Visitor)
+    }
+}
+///What became of a steering message. Open: outcomes of newer agents decode into `other`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SteeringOutcome {
+    ///`injected`: A turn is running: the message goes into it, at its next safe break-point.
+    Injected,
+    ///`promptRequired`: No turn is running and the request asked to be told: nothing changed; send the message as a `session/prompt`.
+    PromptRequired,
+    ///`startedNewTurn`: No turn was running: the message opened a turn of its own (the request did not ask for `promptRequired`).
+    StartedNewTurn,
+    /// A value this version does not know (values starting with `_` are extensions).
+    Other(String),
+}
+impl SteeringOutcome {
+    /// The known values, in schema order.
+    pub const KNOWN: &'static [&'static str] = &[
+        "injected",
+        "promptRequired",
+        "startedNewTurn",
+    ];
+    /// The wire spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            SteeringOutcome::Injected => "injected",
+            SteeringOutcome::PromptRequired => "promptRequired",
+            SteeringOutcome::StartedNewTurn => "startedNewTurn",
+            SteeringOutcome::Other(s) => s,
+        }
+    }
+    fn from_wire<E: ::serde::de::Error>(value: &str) -> Result<Self, E> {
+        Ok(
+            match value {
+                "injected" => SteeringOutcome::Injected,
+                "promptRequired" => SteeringOutcome::PromptRequired,
+                "startedNewTurn" => SteeringOutcome::StartedNewTurn,
+                other => SteeringOutcome::Other(other.to_owned()),
+            },
+        )
+    }
+}
+impl ::std::fmt::Display for SteeringOutcome {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl ::std::str::FromStr for SteeringOutcome {
+    type Err = ::serde::de::value::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::from_wire(s)
+    }
+}
+impl ::serde::Serialize for SteeringOutcome {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for SteeringOutcome {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> ::serde::de::Visitor<'de> for Visitor {
+            type Value = SteeringOutcome;
+            fn expecting(
+                &self,
+                f: &mut ::std::fmt::Formatter<'_>,
+            ) -> ::std::fmt::Result {
+                f.write_str("a `SteeringOutcome` string")
+            }
+            fn visit_str<E: ::serde::de::Error>(
+                self,
+                v: &str,
+            ) -> Result<SteeringOutcome, E> {
+                SteeringOutcome::from_wire(v)
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for SteeringOutcome {
+    fn schema_name() -> String {
+        "SteeringOutcome".to_owned()
+    }
+    fn json_schema(
+        _: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Self::KNOWN
+            .iter()
+            .map(|v| ::serde_json::json!({ "const" : v }))
+            .collect();
+        branches.push(::serde_json::json!({ "title" : "other", "type" : "string" }));
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "What became of a steering message. Open: outcomes of newer agents decode into `other`.",
+                    "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
     }
 }
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the Agent has a session in memory, as reported by `session/status`."]
@@ -11300,6 +11537,8 @@ pub mod methods {
     pub const SESSION_REVOKE_INJECT: &str = "session/revoke_inject";
     ///`session/replace_inject`
     pub const SESSION_REPLACE_INJECT: &str = "session/replace_inject";
+    ///`_session/steering`
+    pub const SESSION_STEERING: &str = "_session/steering";
     ///`session/cancel`
     pub const SESSION_CANCEL: &str = "session/cancel";
     ///`$/cancel_request`
@@ -11322,6 +11561,7 @@ pub mod methods {
         SESSION_INJECT,
         SESSION_REVOKE_INJECT,
         SESSION_REPLACE_INJECT,
+        SESSION_STEERING,
         SESSION_CLOSE,
         SESSION_STATUS,
         SESSION_REQUEST_PERMISSION,
@@ -11412,6 +11652,15 @@ impl Request for ReplaceInjectRequest {
 }
 impl Method for ReplaceInjectResponse {
     const METHOD: &'static str = methods::SESSION_REPLACE_INJECT;
+}
+impl Method for SteeringRequest {
+    const METHOD: &'static str = methods::SESSION_STEERING;
+}
+impl Request for SteeringRequest {
+    type Response = SteeringResponse;
+}
+impl Method for SteeringResponse {
+    const METHOD: &'static str = methods::SESSION_STEERING;
 }
 impl Method for CancelSessionNotification {
     const METHOD: &'static str = methods::SESSION_CANCEL;

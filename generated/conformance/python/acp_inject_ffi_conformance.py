@@ -907,17 +907,18 @@ class ClientSetup:
     """
     How to set up the client for a client-side vector.
 """
-    def __init__(self, *, session:str, capabilities:bytes, protocol_version:int, steer_fallback:bytes):
+    def __init__(self, *, session:str, capabilities:bytes, protocol_version:int, steer_fallback:bytes, agent:bytes):
         self.session = session
         self.capabilities = capabilities
         self.protocol_version = protocol_version
         self.steer_fallback = steer_fallback
+        self.agent = agent
         
         
 
     
     def __str__(self):
-        return "ClientSetup(session={}, capabilities={}, protocol_version={}, steer_fallback={})".format(self.session, self.capabilities, self.protocol_version, self.steer_fallback)
+        return "ClientSetup(session={}, capabilities={}, protocol_version={}, steer_fallback={}, agent={})".format(self.session, self.capabilities, self.protocol_version, self.steer_fallback, self.agent)
     def __eq__(self, other):
         if self.session != other.session:
             return False
@@ -926,6 +927,8 @@ class ClientSetup:
         if self.protocol_version != other.protocol_version:
             return False
         if self.steer_fallback != other.steer_fallback:
+            return False
+        if self.agent != other.agent:
             return False
         return True
 
@@ -937,6 +940,7 @@ class _UniffiFfiConverterTypeClientSetup(_UniffiConverterRustBuffer):
             capabilities=_UniffiFfiConverterBytes.read(buf),
             protocol_version=_UniffiFfiConverterUInt16.read(buf),
             steer_fallback=_UniffiFfiConverterBytes.read(buf),
+            agent=_UniffiFfiConverterBytes.read(buf),
         )
 
     @staticmethod
@@ -945,6 +949,7 @@ class _UniffiFfiConverterTypeClientSetup(_UniffiConverterRustBuffer):
         _UniffiFfiConverterBytes.check_lower(value.capabilities)
         _UniffiFfiConverterUInt16.check_lower(value.protocol_version)
         _UniffiFfiConverterBytes.check_lower(value.steer_fallback)
+        _UniffiFfiConverterBytes.check_lower(value.agent)
 
     @staticmethod
     def write(value, buf):
@@ -952,6 +957,7 @@ class _UniffiFfiConverterTypeClientSetup(_UniffiConverterRustBuffer):
         _UniffiFfiConverterBytes.write(value.capabilities, buf)
         _UniffiFfiConverterUInt16.write(value.protocol_version, buf)
         _UniffiFfiConverterBytes.write(value.steer_fallback, buf)
+        _UniffiFfiConverterBytes.write(value.agent, buf)
 
 class _UniffiFfiConverterBoolean:
     @classmethod

@@ -1008,6 +1008,11 @@ public struct ClientSetup: Equatable, Hashable {
      * An optional `SteerFallback`, encoded.
      */
     public var steerFallback: Data
+    /**
+     * The agent's `initialize` answer (an `InitializeResponse`, encoded), for the client's
+     * `assume_initialized`: the version, `session.inject` and the advertised extensions.
+     */
+    public var agent: Data
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1017,11 +1022,16 @@ public struct ClientSetup: Equatable, Hashable {
          */capabilities: Data, protocolVersion: UInt16, 
         /**
          * An optional `SteerFallback`, encoded.
-         */steerFallback: Data) {
+         */steerFallback: Data, 
+        /**
+         * The agent's `initialize` answer (an `InitializeResponse`, encoded), for the client's
+         * `assume_initialized`: the version, `session.inject` and the advertised extensions.
+         */agent: Data) {
         self.session = session
         self.capabilities = capabilities
         self.protocolVersion = protocolVersion
         self.steerFallback = steerFallback
+        self.agent = agent
     }
 
     
@@ -1043,7 +1053,8 @@ public struct FfiConverterTypeClientSetup: FfiConverterRustBuffer {
                 session: FfiConverterString.read(from: &buf), 
                 capabilities: FfiConverterData.read(from: &buf), 
                 protocolVersion: FfiConverterUInt16.read(from: &buf), 
-                steerFallback: FfiConverterData.read(from: &buf)
+                steerFallback: FfiConverterData.read(from: &buf), 
+                agent: FfiConverterData.read(from: &buf)
         )
     }
 
@@ -1052,6 +1063,7 @@ public struct FfiConverterTypeClientSetup: FfiConverterRustBuffer {
         FfiConverterData.write(value.capabilities, into: &buf)
         FfiConverterUInt16.write(value.protocolVersion, into: &buf)
         FfiConverterData.write(value.steerFallback, into: &buf)
+        FfiConverterData.write(value.agent, into: &buf)
     }
 }
 

@@ -761,6 +761,48 @@ export interface ReplaceInjectResponse {
 }
 
 /**
+ * Extension (`_session/steering`, the steering extension shipping agents and clients use:
+ * claude-agent-acp, pi-acp, crab): a message for the turn that is running, delivered at its next
+ * safe break-point. An agent advertises it with `_meta.steering.supported: true` at the top of its
+ * `initialize` result.
+ */
+export interface SteeringRequest {
+  sessionId: SessionId;
+  /** The message's content (at least one block). */
+  prompt: ContentBlock[];
+  /**
+   * `steering.idleBehavior: "promptRequired"` asks, for an idle session, to be told so
+   * (`promptRequired`) instead of the message opening a turn of its own (`startedNewTurn`).
+   */
+  _meta?: Meta;
+}
+
+/** What became of a `_session/steering` message. */
+export interface SteeringResponse {
+  outcome: SteeringOutcome;
+  /** Why, with `promptRequired`: `noRunningTurn`. */
+  reason?: string;
+  _meta?: Meta;
+}
+
+/** What became of a steering message. Open: outcomes of newer agents decode into `other`. */
+export type SteeringOutcome =
+  /** A turn is running: the message goes into it, at its next safe break-point. */
+  | "injected"
+  /**
+   * No turn is running and the request asked to be told: nothing changed; send the message as a
+   * `session/prompt`.
+   */
+  | "promptRequired"
+  /**
+   * No turn was running: the message opened a turn of its own (the request did not ask for
+   * `promptRequired`).
+   */
+  | "startedNewTurn"
+  /** Any other value (open enum): newer peers may send values this version does not know. */
+  | (string & {});
+
+/**
  * Notification to cancel a session's foreground work and its prompts not yet inserted.
  *
  * See protocol docs:

@@ -380,6 +380,23 @@ export const ReplaceInjectResponse$: d.Decoder<T.ReplaceInjectResponse> = d.stru
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
+export const SteeringRequest$: d.Decoder<T.SteeringRequest> = d.struct<T.SteeringRequest>("SteeringRequest", {
+  sessionId: { decode: SessionId$, required: true },
+  prompt: { decode: d.array(ContentBlock$, { minItems: 1 }), required: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+/** The known values of `SteeringOutcome`. */
+export const SteeringOutcomeValues = ["injected", "promptRequired", "startedNewTurn"] as const;
+
+export const SteeringOutcome$: d.Decoder<T.SteeringOutcome> = d.stringEnum<T.SteeringOutcome>("SteeringOutcome", SteeringOutcomeValues, true);
+
+export const SteeringResponse$: d.Decoder<T.SteeringResponse> = d.struct<T.SteeringResponse>("SteeringResponse", {
+  outcome: { decode: SteeringOutcome$, required: true },
+  reason: { decode: d.string() },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
 export const CancelSessionNotification$: d.Decoder<T.CancelSessionNotification> = d.struct<T.CancelSessionNotification>("CancelSessionNotification", {
   sessionId: { decode: SessionId$, required: true },
   _meta: { decode: Meta$, defaultOnError: true },
@@ -1000,6 +1017,21 @@ export function decodeReplaceInjectResponse(value: unknown, options?: d.DecodeOp
   return d.run(ReplaceInjectResponse$, value, options);
 }
 
+/** Checks a `SteeringRequest`; throws a `ValidationError` naming the offending member. */
+export function decodeSteeringRequest(value: unknown, options?: d.DecodeOptions): T.SteeringRequest {
+  return d.run(SteeringRequest$, value, options);
+}
+
+/** Checks a `SteeringResponse`; throws a `ValidationError` naming the offending member. */
+export function decodeSteeringResponse(value: unknown, options?: d.DecodeOptions): T.SteeringResponse {
+  return d.run(SteeringResponse$, value, options);
+}
+
+/** Checks a `SteeringOutcome`; throws a `ValidationError` naming the offending member. */
+export function decodeSteeringOutcome(value: unknown, options?: d.DecodeOptions): T.SteeringOutcome {
+  return d.run(SteeringOutcome$, value, options);
+}
+
 /** Checks a `CancelSessionNotification`; throws a `ValidationError` naming the offending member. */
 export function decodeCancelSessionNotification(value: unknown, options?: d.DecodeOptions): T.CancelSessionNotification {
   return d.run(CancelSessionNotification$, value, options);
@@ -1215,6 +1247,9 @@ export const decoders = {
   RevokeInjectResponse: RevokeInjectResponse$,
   ReplaceInjectRequest: ReplaceInjectRequest$,
   ReplaceInjectResponse: ReplaceInjectResponse$,
+  SteeringRequest: SteeringRequest$,
+  SteeringResponse: SteeringResponse$,
+  SteeringOutcome: SteeringOutcome$,
   CancelSessionNotification: CancelSessionNotification$,
   CancelRequestNotification: CancelRequestNotification$,
   CloseSessionRequest: CloseSessionRequest$,

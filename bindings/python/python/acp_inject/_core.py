@@ -39,6 +39,7 @@ from .values import (
     Event,
     HistoryEntry,
     Implementation,
+    InitializeResponse,
     InjectCapabilities,
     InjectMode,
     ItemStatus,
@@ -158,6 +159,12 @@ class ClientCore:
         ``initialize``. A version 1 agent takes no injects: this client holds queued messages
         for it (C-HELD-1)."""
         call("ClientCore.assume_agent", self._inner.assume_agent, protocol_version, arg(inject))
+
+    def assume_initialized(self, agent: InitializeResponse) -> None:
+        """Takes the agent's whole ``initialize`` answer as known, without ``initialize`` (a
+        restored app): its version, ``session.inject`` and the extensions its ``_meta``
+        advertises (steering)."""
+        call("ClientCore.assume_initialized", self._inner.assume_initialized, arg(agent))
 
     def set_steer_fallback(self, fallback: Optional[SteerFallback]) -> None:
         """What a steer does when the agent takes no injects (C-HELD-3); ``None`` refuses it."""

@@ -154,6 +154,10 @@ pub const PENDING_EXTENSION: &str = "acp-inject.dev/pending";
 /// (`_acp-inject/session_closed` updates).
 pub const SESSION_CLOSED_EXTENSION: &str = "acp-inject.dev/sessionClosed";
 
+/// The key of a `_session/steering` answer's `_meta` under which this toolkit's agent names
+/// the message the steer became, so a client can follow it (R-STEERING-2).
+pub const STEERING_MESSAGE_ID: &str = "acp-inject.dev/messageId";
+
 /// One live session.
 #[derive(Clone, Debug)]
 struct Session {

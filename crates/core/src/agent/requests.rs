@@ -14,7 +14,8 @@ use acp_inject_wire::{
     ListSessionsRequest, ListSessionsResponse, McpCapabilities, Method, NewSessionRequest, NewSessionResponse, PromptRequest,
     PromptResponse, ProtocolVersion, ReplaceInjectRequest, ReplaceInjectResponse, ReplayFrom, ResumeSessionRequest,
     ResumeSessionResponse, RevokeInjectRequest, RevokeInjectResponse, SessionAdditionalDirectoriesCapabilities, SessionCapabilities,
-    SessionId, SessionInfo, SessionStatus, SessionStatusCapabilities, SessionStatusRequest, SessionStatusResponse,
+    SessionId, SessionInfo, SessionStatus, SessionStatusCapabilities, SessionStatusRequest, SessionStatusResponse, SteeringOutcome,
+    SteeringRequest, SteeringResponse,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -25,7 +26,7 @@ use super::output::{self, Output, RuntimeAction, SessionSetup, UserInput};
 use super::pending::Pending;
 use super::record::SessionRecord;
 use super::store::Change;
-use super::{Agent, ConnId, ConnectionRole, Session, Turn, PENDING_EXTENSION, SESSION_CLOSED_EXTENSION};
+use super::{Agent, ConnId, ConnectionRole, Session, Turn, PENDING_EXTENSION, SESSION_CLOSED_EXTENSION, STEERING_MESSAGE_ID};
 
 /// What a request produced, in the order it goes out.
 pub(super) struct Reply {
@@ -112,6 +113,7 @@ impl Agent {
             m::SESSION_INJECT => self.inject(conn, params),
             m::SESSION_REVOKE_INJECT => self.revoke(conn, params),
             m::SESSION_REPLACE_INJECT => self.replace(conn, params),
+            m::SESSION_STEERING if self.offers_steering() => self.steering(conn, params),
             m::SESSION_CLOSE => self.close_request(conn, params),
             m::SESSION_STATUS => self.status(params),
             // Extension methods (`_…`) and anything this agent does not serve.
@@ -154,7 +156,7 @@ impl Agent {
                 c.initialized = true;
             }
             self.v1.insert(conn.to_owned(), super::V1Connection::default());
-            let answer = Ok(super::v1::initialize_result(&self.config));
+            let answer = Ok(super::v1::initialize_result(&self.config, self.offers_steering()));
             return Reply { before: Vec::new(), answer, after: Vec::new(), held: None };
         }
         self.v1.remove(conn);
@@ -189,8 +191,40 @@ impl Agent {
                         .status(SessionStatusCapabilities::new())
                         .meta(extensions),
                 ),
-            ),
+            )
+            .meta(self.offers_steering().then(steering_advertisement)),
         )
+    }
+
+    /// The agent takes steers (`session.inject` lists `steer`), so it serves the steering
+    /// extension too (R-STEERING-1).
+    pub(super) fn offers_steering(&self) -> bool {
+        self.config.inject.as_ref().is_some_and(|caps| caps.modes.contains(&InjectMode::Steer))
+    }
+
+    /// `_session/steering` (R-STEERING-2 … R-STEERING-4): a steer for the running turn through
+    /// the extension shipping clients use; on an idle session the message opens a turn, or,
+    /// when the request asks for `promptRequired`, nothing happens and the client is told so.
+    fn steering(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
+        let p: SteeringRequest = tri!(decode(params));
+        let prompt_required = tri!(idle_behavior(p.meta.as_ref()));
+        let session = p.session_id;
+        let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
+        tri!(self.not_observer(conn, None));
+        if !in_progress && prompt_required {
+            return Reply::ok(&SteeringResponse::new(SteeringOutcome::PromptRequired).reason("noRunningTurn".to_owned()));
+        }
+        self.join(conn, &session);
+        let mode = if in_progress { InjectMode::Steer } else { InjectMode::Queue };
+        let (id, after) = self.accept(conn, &session, mode, p.prompt);
+        // A v1 client shows what it steered itself; its echo would show it twice (R-V1-2).
+        if let Some(v1) = self.v1.get_mut(conn) {
+            v1.own_message(&id);
+        }
+        let outcome = if in_progress { SteeringOutcome::Injected } else { SteeringOutcome::StartedNewTurn };
+        let mut meta = Map::new();
+        meta.insert(STEERING_MESSAGE_ID.to_owned(), Value::from(id.0));
+        Reply::ok(&SteeringResponse::new(outcome).meta(meta)).then(after)
     }
 
     fn check_directories(&self, dirs: &[String]) -> Result<(), ErrorObject> {
@@ -517,6 +551,27 @@ impl Agent {
             Some(_) => Reply::ok(&SessionStatusResponse::new(SessionStatus::Saved)),
             None => Reply::err(ErrorObject::session_not_found(&session, None)),
         }
+    }
+}
+
+/// The `_meta` member of an `initialize` result that advertises the steering extension.
+pub(super) fn steering_advertisement() -> Map<String, Value> {
+    let mut supported = Map::new();
+    supported.insert("supported".to_owned(), Value::Bool(true));
+    Map::from_iter([("steering".to_owned(), Value::Object(supported))])
+}
+
+/// Whether a steering request asks for `promptRequired` on an idle session: its
+/// `_meta.steering.idleBehavior`, absent or `"promptRequired"`; any other value is -32602, as
+/// the shipping agents answer it.
+fn idle_behavior(meta: Option<&Map<String, Value>>) -> Result<bool, ErrorObject> {
+    let steering = meta.and_then(|m| m.get("steering")).and_then(Value::as_object);
+    match steering.and_then(|s| s.get("idleBehavior")) {
+        None => Ok(false),
+        Some(Value::String(b)) if b == "promptRequired" => Ok(true),
+        Some(other) => Err(ErrorObject::invalid_params(&format!(
+            "at `_meta.steering.idleBehavior`: unsupported value {other} (the one known is \"promptRequired\")"
+        ))),
     }
 }
 

@@ -145,6 +145,11 @@ impl V1Connection {
         }
     }
 
+    /// Notes a message this connection sent itself (a steer), whose echo it does not get.
+    pub(super) fn own_message(&mut self, id: &acp_inject_wire::MessageId) {
+        self.own_messages.insert(id.0.clone());
+    }
+
     /// Notes a prompt's insertion receipt ahead of time: a held prompt's `user_message` goes
     /// out just before its receipt, in the same batch of outputs, and must not be echoed.
     pub(super) fn note_receipt(&mut self, line: &str) {
@@ -362,7 +367,7 @@ fn permission_request(request: &RequestPermissionRequest, id: &RequestId, known:
 }
 
 /// The answer to a v1 `initialize` (R-V1-1).
-pub(super) fn initialize_result(config: &super::AgentConfig) -> Box<RawValue> {
+pub(super) fn initialize_result(config: &super::AgentConfig, offers_steering: bool) -> Box<RawValue> {
     let setup = config.setup;
     let no = Some(false);
     raw(&v1::InitializeResponse::new(v1::ProtocolVersion(1))
@@ -382,5 +387,6 @@ pub(super) fn initialize_result(config: &super::AgentConfig) -> Box<RawValue> {
                 ),
         )
         .auth_methods(Vec::new())
-        .agent_info(v1::Implementation::new(config.info.name.clone(), config.info.version.clone())))
+        .agent_info(v1::Implementation::new(config.info.name.clone(), config.info.version.clone()))
+        .meta(offers_steering.then(super::requests::steering_advertisement)))
 }

@@ -18,7 +18,7 @@ use acp_inject_wire::{
     ListSessionsResponse, McpServer, MessageId, NewSessionRequest, NewSessionResponse, PromptRequest, ProtocolVersion,
     ReplaceInjectRequest, ReplayFrom, ReplayFromStart, RequestId, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest, SessionId, SessionStatus, SessionStatusRequest,
-    SessionStatusResponse, UpdateSessionNotification,
+    SessionStatusResponse, SteeringOutcome, SteeringRequest, SteeringResponse, UpdateSessionNotification,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,7 @@ use super::event::{Answer, Event, ProtocolError, RequestKind, SessionEvent};
 use super::item::ItemMode;
 use super::mirror::SessionMirror;
 use super::view::CallRejected;
-use crate::agent::PENDING_EXTENSION;
+use crate::agent::{PENDING_EXTENSION, STEERING_MESSAGE_ID};
 
 // What the agent writes: framing, routing by id and by session, the agent's own requests.
 mod input;
@@ -74,6 +74,8 @@ enum Flight {
     /// A prompt sent to a version 1 agent: its answer ends the turn (C-V1-2); the app's call
     /// was answered when the prompt went out.
     V1Turn,
+    /// A steer sent as `_session/steering` (C-STEERING-1).
+    Steering(usize),
 }
 
 impl Flight {
@@ -84,7 +86,7 @@ impl Flight {
             Flight::ListSessions => RequestKind::ListSessions,
             Flight::Resume { .. } => RequestKind::Resume,
             Flight::Accept { prompt: true, .. } => RequestKind::Prompt,
-            Flight::Accept { prompt: false, .. } => RequestKind::Inject,
+            Flight::Accept { prompt: false, .. } | Flight::Steering(_) => RequestKind::Inject,
             Flight::Revoke(_) => RequestKind::Revoke,
             Flight::Replace(..) => RequestKind::Replace,
             Flight::Close => RequestKind::Close,
@@ -200,6 +202,15 @@ impl ClientConnection {
         self.agent()?.capabilities.as_ref()?.session.as_ref()?.inject.as_ref()
     }
 
+    /// The agent advertises the steering extension (`_meta.steering.supported: true` at the
+    /// top of its `initialize` answer): steers go out as `_session/steering` when it takes no
+    /// injects (C-STEERING-1).
+    pub fn steering_offered(&self) -> bool {
+        let meta = self.agent().and_then(|a| a.meta.as_ref());
+        let steering = meta.and_then(|m| m.get("steering"));
+        steering.and_then(|s| s.get("supported")).and_then(serde_json::Value::as_bool) == Some(true)
+    }
+
     /// The protocol version `initialize` settled: 2 until an agent answers 1.
     pub fn protocol_version(&self) -> u16 {
         if self.v1() {
@@ -247,7 +258,9 @@ impl ClientConnection {
     /// session created by another means).
     pub fn open_session(&mut self, session_id: &SessionId, mirror: Option<SessionMirror>) {
         let caps = self.inject_capabilities().cloned();
-        self.sessions.insert(session_id.clone(), mirror.unwrap_or_else(|| SessionMirror::new(caps)));
+        let mut mirror = mirror.unwrap_or_else(|| SessionMirror::new(caps));
+        mirror.set_steering(self.steering_offered());
+        self.sessions.insert(session_id.clone(), mirror);
     }
 
     /// The mirror of a session open on this connection.
@@ -388,6 +401,9 @@ impl ClientConnection {
         content_check(&content)?;
         let mirror = self.open(session_id)?;
         if mirror.holds_injects() {
+            if mode == InjectMode::Steer && self.steering_offered() {
+                return self.steer_through_extension(session_id, content);
+            }
             return self.hold_inject(session_id, mode, content);
         }
         let mirror = self.open(session_id)?;
@@ -396,6 +412,20 @@ impl ClientConnection {
         self.session_event(session_id, event);
         let params = InjectRequest::new(session_id.clone(), mode, content);
         Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: false }))
+    }
+
+    /// A steer as `_session/steering`, asking to be told `promptRequired` on an idle session
+    /// rather than the message opening a turn this client cannot follow (C-STEERING-1).
+    fn steer_through_extension(&mut self, session_id: &SessionId, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
+        let (item, event) = self.open(session_id)?.sending(ItemMode::Steer, content.clone());
+        self.session_event(session_id, event);
+        let idle = serde_json::json!({"steering": {"idleBehavior": "promptRequired"}});
+        let meta = match idle {
+            serde_json::Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        let params = SteeringRequest::new(session_id.clone(), content).meta(meta);
+        Ok(self.send(&params, Some(session_id), Flight::Steering(item)))
     }
 
     /// `session/revoke_inject` of one of this client's pending items.

@@ -65,6 +65,10 @@ pub struct SessionMirror {
     /// so the session is not free (C-HELD-2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     opening: bool,
+    /// The agent takes no injects but advertises the steering extension: steers go out as
+    /// `_session/steering` (C-STEERING-1).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    steering: bool,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -102,8 +106,29 @@ impl SessionMirror {
                 edit_pending: c.pending.as_ref().is_some_and(|p| p.replace),
                 revoke: true,
             },
-            None => Affordances { steer: false, edit_pending: true, revoke: true },
+            None => Affordances { steer: self.steering, edit_pending: true, revoke: true },
         }
+    }
+
+    /// Whether the agent advertises the steering extension (C-STEERING-1); the connection
+    /// sets it when it opens the session.
+    pub(crate) fn set_steering(&mut self, steering: bool) {
+        self.steering = steering;
+    }
+
+    /// A steer the agent took through the steering extension (C-STEERING-2): delivered now,
+    /// where it went in, under the id the agent named or one this client mints (no echo
+    /// follows). The turn's state is left as it is: an agent that opened a turn with it
+    /// reports that turn as it reports any. Returns the id.
+    pub(crate) fn steered(&mut self, i: usize, given: Option<MessageId>) -> (MessageId, Vec<SessionEvent>) {
+        let id = given.unwrap_or_else(|| self.mint());
+        self.by_message.insert(id.0.clone(), i);
+        self.stream = None;
+        let content = self.items.get(i).map(|item| item.content.clone()).unwrap_or_default();
+        let opening = self.opening;
+        let events = self.apply(SessionUpdate::UserMessage(Box::new(UserMessage::new(id.clone()).content(content))));
+        self.opening = opening;
+        (id, events)
     }
 
     /// The agent takes no injects: this client holds queued messages itself (C-HELD-1).

@@ -261,6 +261,45 @@ impl ClientConnection {
                 };
                 Answer::Status { status, state: r.state }
             }
+            Flight::Steering(item) => {
+                let r: SteeringResponse = decode(kind, raw).map_err(invalid)?;
+                let given = r.meta.as_ref().and_then(|m| m.get(STEERING_MESSAGE_ID)).and_then(|v| v.as_str());
+                let given = given.map(|id| MessageId(id.to_owned()));
+                match r.outcome {
+                    // C-STEERING-2: in the turn (or, from an agent that ignored the request's
+                    // `promptRequired`, a turn of its own): delivered where it went in.
+                    SteeringOutcome::Injected | SteeringOutcome::StartedNewTurn => {
+                        let v1 = self.v1();
+                        let Some(m) = self.sessions.get_mut(&session) else { return Ok(Answer::Accepted { message_id: given }) };
+                        // A v2 agent that names the message echoes it: its `user_message`
+                        // delivers the item, as for an inject.
+                        let message_id = match given {
+                            Some(id) if !v1 => {
+                                events = m.accepted(*item, Some(id.clone()));
+                                id
+                            }
+                            given => {
+                                let (id, delivered) = m.steered(*item, given);
+                                events = delivered;
+                                id
+                            }
+                        };
+                        Answer::Accepted { message_id: Some(message_id) }
+                    }
+                    // C-STEERING-3: as a steer on an idle v2 session.
+                    SteeringOutcome::PromptRequired => {
+                        let mut e = ProtocolError::from_error(&ErrorObject::reason(acp_inject_wire::ErrorReason::NoRunningTurn, None));
+                        let why = r.reason.unwrap_or_else(|| "noRunningTurn".to_owned());
+                        e.detail = Some(format!("the agent answered the steer `promptRequired` ({why}): no turn is running"));
+                        return Err(e);
+                    }
+                    SteeringOutcome::Other(outcome) => {
+                        return Err(invalid(format!(
+                            "the agent answered the steer with an outcome this client does not know: {outcome:?}"
+                        )))
+                    }
+                }
+            }
             // Answered before this (`answered`).
             Flight::HeldPrompt(_) | Flight::V1Turn => return Err(invalid("an answer routed twice".into())),
         };
@@ -283,7 +322,7 @@ impl ClientConnection {
     fn failure(&mut self, f: &InFlight) {
         let session = f.session.clone().unwrap_or_else(no_session);
         match &f.flight {
-            Flight::Accept { item, .. } => {
+            Flight::Accept { item, .. } | Flight::Steering(item) => {
                 if let Some(m) = self.sessions.get_mut(&session) {
                     for e in m.refused(*item) {
                         self.session_event(&session, e);

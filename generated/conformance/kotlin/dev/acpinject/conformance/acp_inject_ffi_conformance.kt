@@ -31,10 +31,10 @@ import java.nio.CharBuffer
 import java.nio.charset.CodingErrorAction
 import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.ConcurrentHashMap
-import dev.acpinject.FfiConverterTypeFfiError
-import dev.acpinject.FfiException
+import dev.acpinject.ffi.FfiConverterTypeFfiError
+import dev.acpinject.ffi.FfiException
 import java.util.concurrent.atomic.AtomicBoolean
-import dev.acpinject.RustBuffer as RustBufferFfiError
+import dev.acpinject.ffi.RustBuffer as RustBufferFfiError
 
 // This is a helper for safely working with byte buffers returned from the Rust code.
 // A rust-owned buffer is represented by its capacity, its current length, and a
@@ -723,7 +723,7 @@ internal object UniffiLib {
 
     init {
         Native.register(UniffiLib::class.java, findLibraryName(componentName = "acp_inject_ffi_conformance"))
-        dev.acpinject.uniffiEnsureInitialized()
+        dev.acpinject.ffi.uniffiEnsureInitialized()
         
     }
 
@@ -1827,6 +1827,12 @@ data class ClientSetup (
      * An optional `SteerFallback`, encoded.
      */
     var `steerFallback`: kotlin.ByteArray
+    , 
+    /**
+     * The agent's `initialize` answer (an `InitializeResponse`, encoded), for the client's
+     * `assume_initialized`: the version, `session.inject` and the advertised extensions.
+     */
+    var `agent`: kotlin.ByteArray
     
 ){
     
@@ -1847,6 +1853,7 @@ public object FfiConverterTypeClientSetup: FfiConverterRustBuffer<ClientSetup> {
             FfiConverterByteArray.read(buf),
             FfiConverterUShort.read(buf),
             FfiConverterByteArray.read(buf),
+            FfiConverterByteArray.read(buf),
         )
     }
 
@@ -1854,7 +1861,8 @@ public object FfiConverterTypeClientSetup: FfiConverterRustBuffer<ClientSetup> {
             FfiConverterString.allocationSize(value.`session`) +
             FfiConverterByteArray.allocationSize(value.`capabilities`) +
             FfiConverterUShort.allocationSize(value.`protocolVersion`) +
-            FfiConverterByteArray.allocationSize(value.`steerFallback`)
+            FfiConverterByteArray.allocationSize(value.`steerFallback`) +
+            FfiConverterByteArray.allocationSize(value.`agent`)
     )
 
     override fun write(value: ClientSetup, buf: ByteBuffer) {
@@ -1862,6 +1870,7 @@ public object FfiConverterTypeClientSetup: FfiConverterRustBuffer<ClientSetup> {
             FfiConverterByteArray.write(value.`capabilities`, buf)
             FfiConverterUShort.write(value.`protocolVersion`, buf)
             FfiConverterByteArray.write(value.`steerFallback`, buf)
+            FfiConverterByteArray.write(value.`agent`, buf)
     }
 }
 
@@ -2649,7 +2658,7 @@ public object FfiConverterMapStringSequenceString: FfiConverterRustBuffer<Map<ko
 
 object FfiExceptionExternalErrorHandler : UniffiRustCallStatusErrorHandler<FfiException> {
     override fun lift(error_buf: RustBuffer.ByValue): FfiException =
-        dev.acpinject.FfiException.ErrorHandler.lift(
+        dev.acpinject.ffi.FfiException.ErrorHandler.lift(
             RustBufferFfiError.ByValue().apply {
                 capacity = error_buf.capacity
                 len = error_buf.len

@@ -8,6 +8,7 @@ mod conformance;
 mod coverage;
 mod demo;
 mod newcomer;
+mod shipping;
 mod test;
 #[cfg(test)]
 mod tidy;

@@ -731,6 +731,11 @@ fn interop() -> Row {
         eprintln!("\n{name}:");
         t.record(run(&harness), name);
     }
+    // A shipping agent (claude-agent-acp, offline against a mock of its model API) driven by
+    // our clients on v1 and v2.
+    for (name, ok) in crate::shipping::claude_agent_acp() {
+        t.record(ok, name);
+    }
     // The official Python SDK's client (ACP v1) against the same agents.
     let python_sdk = python_sdk();
     match &python_sdk {

@@ -672,13 +672,23 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_connection_agent() != 21625:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_authenticate() != 11797:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_connection_close() != 37947:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_ext_notify() != 37223:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_ext_request() != 3805:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_connection_ignored() != 28865:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() != 46794:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_logout() != 2088:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_connection_new_session() != 18876:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_connection_next_notification() != 2553:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_connection_resume() != 5329:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -986,18 +996,33 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_constructor_clientcore_new.restype = c
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_agent.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_agent.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_authenticate.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_authenticate.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_close.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_close.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_ext_notify.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_ext_notify.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_ext_request.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_ext_request.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_ignored.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_ignored.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_logout.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_logout.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_new_session.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_new_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_next_notification.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_next_notification.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_resume.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_connection_resume.restype = ctypes.c_uint16
@@ -1522,10 +1547,28 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_agent.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_agent.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_authenticate.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_authenticate.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close.argtypes = (
     ctypes.c_uint64,
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_close.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ext_notify.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ext_notify.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ext_request.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ext_request.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ignored.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
@@ -1537,6 +1580,10 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_list_sessions.argtypes = (
     _UniffiRustBuffer,
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_list_sessions.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_logout.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_logout.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1544,6 +1591,10 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session.argtypes = (
     _UniffiRustBuffer,
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_new_session.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_next_notification.argtypes = (
+    ctypes.c_uint64,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_next_notification.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_resume.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -5316,9 +5367,28 @@ class ConnectionProtocol(typing.Protocol):
         The agent's `initialize` answer (an `InitializeResponse`).
 """
         raise NotImplementedError
+    async def authenticate(self, method_id: str) -> None:
+        """
+        `auth/login` with one of the agent's `authMethods` (`authenticate` to a version 1
+        agent); refused locally (`AcpError.Rejected`) for a method the agent does not advertise
+        or a `terminal` one.
+"""
+        raise NotImplementedError
     async def close(self, ) -> None:
         """
         Closes the connection: stdin closed, a grace period, then the agent is killed.
+"""
+        raise NotImplementedError
+    def ext_notify(self, method: str,params: bytes) -> None:
+        """
+        A notification of an extension (`method` starts with `_`) with `params` (encoded
+        optional JSON).
+"""
+        raise NotImplementedError
+    async def ext_request(self, method: str,params: bytes) -> bytes:
+        """
+        A request of an extension (`method` starts with `_`) with `params` (encoded optional
+        JSON: an object or an array); the agent's result (encoded JSON).
 """
         raise NotImplementedError
     def ignored(self, ) -> typing.List[str]:
@@ -5331,9 +5401,21 @@ class ConnectionProtocol(typing.Protocol):
         `session/list`: one page (a `SessionPage`).
 """
         raise NotImplementedError
+    async def logout(self, ) -> None:
+        """
+        `auth/logout`.
+"""
+        raise NotImplementedError
     async def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: bytes) -> Session:
         """
         `session/new` with `mcp_servers` (a list of `McpServer`).
+"""
+        raise NotImplementedError
+    async def next_notification(self, ) -> bytes:
+        """
+        Waits for the next notification of the agent's that the library does not handle (an
+        extension's, or a method it does not know): an `Event` (`Notification`), encoded.
+        `AcpError.Disconnected` once the connection has ended and none is left.
 """
         raise NotImplementedError
     async def resume(self, session_id: str,cwd: str,replay: bool) -> Session:
@@ -5384,6 +5466,28 @@ class Connection(ConnectionProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    async def authenticate(self, method_id: str) -> None:
+        """
+        `auth/login` with one of the agent's `authMethods` (`authenticate` to a version 1
+        agent); refused locally (`AcpError.Rejected`) for a method the agent does not advertise
+        or a `terminal` one.
+"""
+        
+        _UniffiFfiConverterString.check_lower(method_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(method_id),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_authenticate(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
     async def close(self, ) -> None:
         """
         Closes the connection: stdin closed, a grace period, then the agent is killed.
@@ -5398,6 +5502,52 @@ class Connection(ConnectionProtocol):
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
             _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
             _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    def ext_notify(self, method: str,params: bytes) -> None:
+        """
+        A notification of an extension (`method` starts with `_`) with `params` (encoded
+        optional JSON).
+"""
+        
+        _UniffiFfiConverterString.check_lower(method)
+
+        _UniffiFfiConverterBytes.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(method),
+            _UniffiFfiConverterBytes.lower(params),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ext_notify,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    async def ext_request(self, method: str,params: bytes) -> bytes:
+        """
+        A request of an extension (`method` starts with `_`) with `params` (encoded optional
+        JSON: an object or an array); the agent's result (encoded JSON).
+"""
+        
+        _UniffiFfiConverterString.check_lower(method)
+
+        _UniffiFfiConverterBytes.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(method),
+            _UniffiFfiConverterBytes.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ext_request(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
@@ -5439,6 +5589,23 @@ class Connection(ConnectionProtocol):
             _uniffi_lift_return,
             _uniffi_error_converter,
         )
+    async def logout(self, ) -> None:
+        """
+        `auth/logout`.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_logout(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
     async def new_session(self, cwd: str,additional_directories: typing.List[str],mcp_servers: bytes) -> Session:
         """
         `session/new` with `mcp_servers` (a list of `McpServer`).
@@ -5462,6 +5629,25 @@ class Connection(ConnectionProtocol):
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_u64,
             _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_u64,
             _UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def next_notification(self, ) -> bytes:
+        """
+        Waits for the next notification of the agent's that the library does not handle (an
+        extension's, or a method it does not know): an `Event` (`Notification`), encoded.
+        `AcpError.Disconnected` once the connection has ended and none is left.
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_next_notification(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
             _uniffi_lift_return,
             _uniffi_error_converter,
         )

@@ -7,7 +7,13 @@
 // replay: the sessions live in this process only) and idempotent close. No session/inject: our
 // clients must work without it.
 //
-//   node sdk-agent.mjs [--delay-ms N] [--report FILE] [--listen HOST:PORT]
+//   node sdk-agent.mjs [--delay-ms N] [--report FILE] [--listen HOST:PORT] [--require-auth]
+//
+// With --require-auth, it advertises one auth method (`api-key`, type `agent`) and answers
+// every session method -32000 (Authentication required) until `auth/login` with it succeeded;
+// then it notifies `_interop/auth_status` `{state: "authenticated"}` (an extension notification
+// for the client's stream). It always serves the extension request `_interop/echo`, answered
+// `{echo: params}`, and `auth/logout`.
 //
 // With --report, every line both ways is checked with the SDK's own zod schemas
 // (./validate.mjs) and the result is written to FILE as JSON when the input ends. With
@@ -25,6 +31,14 @@ const option = (name) => {
 };
 const delayMs = Number(option("--delay-ms") ?? 30);
 const reportTo = option("--report");
+const requireAuth = process.argv.includes("--require-auth");
+let authenticated = false;
+const API_KEY = { type: "agent", methodId: "api-key", name: "API key", description: "An API key the agent already has." };
+
+/** -32000 until the client authenticated, when --require-auth asks for it. */
+function checkAuth() {
+  if (requireAuth && !authenticated) throw acp.RequestError.authRequired();
+}
 
 const transcript = new Transcript();
 
@@ -110,13 +124,27 @@ const app = acp
     protocolVersion: Math.min(params.protocolVersion, acp.PROTOCOL_VERSION),
     info: { name: "interop-sdk-agent", version: "2.4.0" },
     capabilities: { session: { status: {} } },
+    ...(requireAuth ? { authMethods: [API_KEY] } : {}),
   }))
+  .onRequest(acp.methods.agent.auth.login, async ({ params, client }) => {
+    if (params.methodId !== API_KEY.methodId) throw acp.RequestError.invalidParams(undefined, `no auth method ${params.methodId}`);
+    authenticated = true;
+    await client.notify("_interop/auth_status", { state: "authenticated" });
+    return {};
+  })
+  .onRequest(acp.methods.agent.auth.logout, () => {
+    authenticated = false;
+    return {};
+  })
+  .onRequest("_interop/echo", (params) => params, ({ params }) => ({ echo: params ?? null }))
   .onRequest(acp.methods.agent.session.new, ({ params }) => {
+    checkAuth();
     const sessionId = mint("sess");
     sessions.set(sessionId, { cwd: params.cwd, turn: null, held: [] });
     return { sessionId };
   })
   .onRequest(acp.methods.agent.session.prompt, ({ params, client, signal }) => {
+    checkAuth();
     const session = sessions.get(params.sessionId);
     if (!session) throw notFound(params.sessionId);
     if (!session.turn) return { messageId: insert(client, params.sessionId, params.prompt) };
@@ -141,10 +169,11 @@ const app = acp
     if (!session) throw notFound(params.sessionId);
     return { status: "open", state: session.turn ? { state: "running" } : { state: "idle" } };
   })
-  .onRequest(acp.methods.agent.session.list, () => ({
+  .onRequest(acp.methods.agent.session.list, () => (checkAuth(), {
     sessions: [...sessions].map(([sessionId, s]) => ({ sessionId, cwd: s.cwd })),
   }))
   .onRequest(acp.methods.agent.session.resume, ({ params }) => {
+    checkAuth();
     if (!sessions.has(params.sessionId)) throw notFound(params.sessionId);
     return {};
   })

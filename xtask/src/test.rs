@@ -731,6 +731,18 @@ fn interop() -> Row {
         eprintln!("\n{name}:");
         t.record(run(&harness), name);
     }
+    // Authentication and extension methods against an agent written with the SDK that
+    // requires them (sdk-agent.mjs --require-auth), from the Python client's own tests.
+    eprintln!("\nour Python client against the SDK agent that requires authentication (tests/test_sdk_interop.py):");
+    let ran = crate::python::python_with_test_package().map(|py| {
+        let mut pytest = Command::new(py);
+        pytest
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_sdk_interop.py"])
+            .env("ACP_INJECT_SDK_AGENT", harness.join("sdk-agent.mjs"))
+            .current_dir(root().join("bindings/python"));
+        succeeds(&mut pytest)
+    });
+    t.record(ran.unwrap_or(false), "the Python client against the SDK agent that requires authentication");
     // A shipping agent (claude-agent-acp, offline against a mock of its model API) driven by
     // our clients on v1 and v2.
     for (name, ok) in crate::shipping::claude_agent_acp() {

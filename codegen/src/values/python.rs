@@ -292,6 +292,9 @@ __all__.append({name:?})
             .collect();
         let message = if fields.iter().any(|f| f.name == "detail") {
             "detail".to_owned()
+        } else if let Some(f) = fields.iter().find(|f| matches!(&f.ty, Ty::Named(n) if n == "ProtocolError")) {
+            // The agent's error as a person reads it: `-32000 Authentication required: …`.
+            format!("f\"{{{0}.code}} {{{0}.message}}\" + (f\": {{{0}.detail}}\" if {0}.detail else \"\")", f.name)
         } else {
             fields.first().map(|f| format!("str({})", f.name)).unwrap_or_else(|| "\"\"".into())
         };

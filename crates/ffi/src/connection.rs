@@ -147,6 +147,49 @@ impl Connection {
         .await
     }
 
+    /// `auth/login` with one of the agent's `authMethods` (`authenticate` to a version 1
+    /// agent); refused locally (`AcpError.Rejected`) for a method the agent does not advertise
+    /// or a `terminal` one.
+    pub async fn authenticate(&self, method_id: String) -> Result<(), FfiError> {
+        let c = self.inner.clone();
+        on_runtime(async move { Ok(c.authenticate(&method_id).await?) }).await
+    }
+
+    /// `auth/logout`.
+    pub async fn logout(&self) -> Result<(), FfiError> {
+        let c = self.inner.clone();
+        on_runtime(async move { Ok(c.logout().await?) }).await
+    }
+
+    /// A request of an extension (`method` starts with `_`) with `params` (encoded optional
+    /// JSON: an object or an array); the agent's result (encoded JSON).
+    pub async fn ext_request(&self, method: String, params: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        let params = arg::<Option<serde_json::Value>>(&params, "params").map_err(FfiError::from)?;
+        let c = self.inner.clone();
+        on_runtime(async move { Ok(out(&c.ext_request(&method, params).await?)) }).await
+    }
+
+    /// A notification of an extension (`method` starts with `_`) with `params` (encoded
+    /// optional JSON).
+    pub fn ext_notify(&self, method: String, params: Vec<u8>) -> Result<(), FfiError> {
+        guard(|| {
+            let params = arg::<Option<serde_json::Value>>(&params, "params")?;
+            Ok(self.inner.ext_notify(&method, params)?)
+        })
+    }
+
+    /// Waits for the next notification of the agent's that the library does not handle (an
+    /// extension's, or a method it does not know): an `Event` (`Notification`), encoded.
+    /// `AcpError.Disconnected` once the connection has ended and none is left.
+    pub async fn next_notification(&self) -> Result<Vec<u8>, FfiError> {
+        let c = self.inner.clone();
+        on_runtime(async move {
+            let n = c.next_notification().await?;
+            Ok(out(&acp_inject_core::client::Event::Notification { method: n.method, params: n.params }))
+        })
+        .await
+    }
+
     /// Closes the connection: stdin closed, a grace period, then the agent is killed.
     pub async fn close(&self) -> Result<(), FfiError> {
         let c = self.inner.clone();

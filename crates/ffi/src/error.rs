@@ -24,6 +24,13 @@ pub enum AcpError {
         /// The agent's error.
         error: ProtocolError,
     },
+    /// The agent requires authentication first (-32000): authenticate with one of its
+    /// `authMethods`, then call again.
+    #[error("the agent requires authentication first (authenticate with one of its authMethods): {error}")]
+    AuthRequired {
+        /// The agent's error.
+        error: ProtocolError,
+    },
     /// The client refused the call without sending anything (C-PEND-3).
     #[error("refused locally: {detail}")]
     Rejected {
@@ -122,6 +129,9 @@ impl From<OpenError> for AcpError {
 impl From<TransportError> for AcpError {
     fn from(e: TransportError) -> Self {
         match e {
+            TransportError::Protocol(error) if error.code == acp_inject_core::wire::errors::AUTH_REQUIRED => {
+                AcpError::AuthRequired { error }
+            }
             TransportError::Protocol(error) => AcpError::Protocol { error },
             TransportError::Rejected(reason) => reason.into(),
             other => AcpError::Disconnected { detail: other.to_string() },

@@ -618,6 +618,60 @@ pub(crate) fn dec_StatusReport(
     Ok((status.ok_or_else(|| DecodeError::missing("StatusReport", "status"))?, state))
 }
 #[allow(non_snake_case)]
+pub(crate) fn enc_Authenticated(w: &mut Writer) {
+    w.map(1);
+    w.tag("Authenticated");
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_Authenticated(r: &mut Reader<'_>, n: u32) -> Result<(), DecodeError> {
+    let _ = &mut *r;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            other => return Err(DecodeError::unknown_field("Authenticated", other)),
+        }
+    }
+    Ok(())
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_LoggedOut(w: &mut Writer) {
+    w.map(1);
+    w.tag("LoggedOut");
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_LoggedOut(r: &mut Reader<'_>, n: u32) -> Result<(), DecodeError> {
+    let _ = &mut *r;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            other => return Err(DecodeError::unknown_field("LoggedOut", other)),
+        }
+    }
+    Ok(())
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_ExtensionResult(w: &mut Writer, result: &::serde_json::Value) {
+    w.map(2);
+    w.tag("ExtensionResult");
+    w.key("result");
+    result.encode(w);
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_ExtensionResult(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<(::serde_json::Value,), DecodeError> {
+    let mut result: ::std::option::Option<::serde_json::Value> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "result" => result = Some(Decode::decode(r).map_err(|e| e.at("result"))?),
+            other => return Err(DecodeError::unknown_field("ExtensionResult", other)),
+        }
+    }
+    Ok((result.ok_or_else(|| DecodeError::missing("ExtensionResult", "result"))?,))
+}
+#[allow(non_snake_case)]
 pub(crate) fn enc_SessionClosed(w: &mut Writer) {
     w.map(1);
     w.tag("SessionClosed");
@@ -790,6 +844,41 @@ pub(crate) fn dec_PermissionRequested(
         request.ok_or_else(|| DecodeError::missing("PermissionRequested", "request"))?,
         params.ok_or_else(|| DecodeError::missing("PermissionRequested", "params"))?,
     ))
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_Notification(
+    w: &mut Writer,
+    method: &::std::string::String,
+    params: &::std::option::Option<::serde_json::Value>,
+) {
+    w.map(2 + u32::from(params.is_some()));
+    w.tag("Notification");
+    w.key("method");
+    method.encode(w);
+    if let Some(v) = params {
+        w.key("params");
+        v.encode(w);
+    }
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_Notification(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<
+    (::std::string::String, ::std::option::Option<::serde_json::Value>),
+    DecodeError,
+> {
+    let mut method: ::std::option::Option<::std::string::String> = None;
+    let mut params: ::std::option::Option<::serde_json::Value> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "method" => method = Some(Decode::decode(r).map_err(|e| e.at("method"))?),
+            "params" => params = Decode::decode(r).map_err(|e| e.at("params"))?,
+            other => return Err(DecodeError::unknown_field("Notification", other)),
+        }
+    }
+    Ok((method.ok_or_else(|| DecodeError::missing("Notification", "method"))?, params))
 }
 #[allow(non_snake_case)]
 pub(crate) fn enc_Ignored(w: &mut Writer, detail: &::std::string::String) {
@@ -2174,6 +2263,31 @@ pub(crate) fn dec_Protocol(
     Ok((error.ok_or_else(|| DecodeError::missing("Protocol", "error"))?,))
 }
 #[allow(non_snake_case)]
+pub(crate) fn enc_AuthRequired(
+    w: &mut Writer,
+    error: &acp_inject_core::client::ProtocolError,
+) {
+    w.map(2);
+    w.tag("AuthRequired");
+    w.key("error");
+    error.encode(w);
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_AuthRequired(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<(acp_inject_core::client::ProtocolError,), DecodeError> {
+    let mut error: ::std::option::Option<acp_inject_core::client::ProtocolError> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "error" => error = Some(Decode::decode(r).map_err(|e| e.at("error"))?),
+            other => return Err(DecodeError::unknown_field("AuthRequired", other)),
+        }
+    }
+    Ok((error.ok_or_else(|| DecodeError::missing("AuthRequired", "error"))?,))
+}
+#[allow(non_snake_case)]
 pub(crate) fn enc_Rejected(
     w: &mut Writer,
     reason: &acp_inject_core::client::CallRejected,
@@ -2855,6 +2969,164 @@ pub(crate) fn dec_AudioContent(
         data.ok_or_else(|| DecodeError::missing("AudioContent", "data"))?,
         mime_type.ok_or_else(|| DecodeError::missing("AudioContent", "mime_type"))?,
         annotations,
+        meta,
+    ))
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_AuthMethodAgent(
+    w: &mut Writer,
+    method_id: &::std::string::String,
+    name: &::std::string::String,
+    description: &::std::option::Option<::std::string::String>,
+    meta: &::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+) {
+    w.map(3 + u32::from(description.is_some()) + u32::from(meta.is_some()));
+    w.tag("AuthMethodAgent");
+    w.key("method_id");
+    method_id.encode(w);
+    w.key("name");
+    name.encode(w);
+    if let Some(v) = description {
+        w.key("description");
+        v.encode(w);
+    }
+    if let Some(v) = meta {
+        w.key("meta");
+        v.encode(w);
+    }
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_AuthMethodAgent(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<
+    (
+        ::std::string::String,
+        ::std::string::String,
+        ::std::option::Option<::std::string::String>,
+        ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ),
+    DecodeError,
+> {
+    let mut method_id: ::std::option::Option<::std::string::String> = None;
+    let mut name: ::std::option::Option<::std::string::String> = None;
+    let mut description: ::std::option::Option<::std::string::String> = None;
+    let mut meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    > = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "method_id" => {
+                method_id = Some(Decode::decode(r).map_err(|e| e.at("method_id"))?);
+            }
+            "name" => name = Some(Decode::decode(r).map_err(|e| e.at("name"))?),
+            "description" => {
+                description = Decode::decode(r).map_err(|e| e.at("description"))?;
+            }
+            "meta" => meta = Decode::decode(r).map_err(|e| e.at("meta"))?,
+            other => return Err(DecodeError::unknown_field("AuthMethodAgent", other)),
+        }
+    }
+    Ok((
+        method_id.ok_or_else(|| DecodeError::missing("AuthMethodAgent", "method_id"))?,
+        name.ok_or_else(|| DecodeError::missing("AuthMethodAgent", "name"))?,
+        description,
+        meta,
+    ))
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_AuthMethodTerminal(
+    w: &mut Writer,
+    method_id: &::std::string::String,
+    name: &::std::string::String,
+    description: &::std::option::Option<::std::string::String>,
+    args: &::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    env: &::std::option::Option<::std::vec::Vec<acp_inject_core::wire::EnvVariable>>,
+    meta: &::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+) {
+    w.map(
+        3 + u32::from(description.is_some()) + u32::from(args.is_some())
+            + u32::from(env.is_some()) + u32::from(meta.is_some()),
+    );
+    w.tag("AuthMethodTerminal");
+    w.key("method_id");
+    method_id.encode(w);
+    w.key("name");
+    name.encode(w);
+    if let Some(v) = description {
+        w.key("description");
+        v.encode(w);
+    }
+    if let Some(v) = args {
+        w.key("args");
+        v.encode(w);
+    }
+    if let Some(v) = env {
+        w.key("env");
+        v.encode(w);
+    }
+    if let Some(v) = meta {
+        w.key("meta");
+        v.encode(w);
+    }
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_AuthMethodTerminal(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<
+    (
+        ::std::string::String,
+        ::std::string::String,
+        ::std::option::Option<::std::string::String>,
+        ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+        ::std::option::Option<::std::vec::Vec<acp_inject_core::wire::EnvVariable>>,
+        ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ),
+    DecodeError,
+> {
+    let mut method_id: ::std::option::Option<::std::string::String> = None;
+    let mut name: ::std::option::Option<::std::string::String> = None;
+    let mut description: ::std::option::Option<::std::string::String> = None;
+    let mut args: ::std::option::Option<::std::vec::Vec<::std::string::String>> = None;
+    let mut env: ::std::option::Option<
+        ::std::vec::Vec<acp_inject_core::wire::EnvVariable>,
+    > = None;
+    let mut meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    > = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "method_id" => {
+                method_id = Some(Decode::decode(r).map_err(|e| e.at("method_id"))?);
+            }
+            "name" => name = Some(Decode::decode(r).map_err(|e| e.at("name"))?),
+            "description" => {
+                description = Decode::decode(r).map_err(|e| e.at("description"))?;
+            }
+            "args" => args = Decode::decode(r).map_err(|e| e.at("args"))?,
+            "env" => env = Decode::decode(r).map_err(|e| e.at("env"))?,
+            "meta" => meta = Decode::decode(r).map_err(|e| e.at("meta"))?,
+            other => return Err(DecodeError::unknown_field("AuthMethodTerminal", other)),
+        }
+    }
+    Ok((
+        method_id
+            .ok_or_else(|| DecodeError::missing("AuthMethodTerminal", "method_id"))?,
+        name.ok_or_else(|| DecodeError::missing("AuthMethodTerminal", "name"))?,
+        description,
+        args,
+        env,
         meta,
     ))
 }
@@ -3567,11 +3839,17 @@ pub(crate) fn enc_InitializeResponse(
     protocol_version: &acp_inject_core::wire::ProtocolVersion,
     info: &acp_inject_core::wire::Implementation,
     capabilities: &::std::option::Option<acp_inject_core::wire::AgentCapabilities>,
+    auth_methods: &::std::option::Option<
+        ::std::vec::Vec<acp_inject_core::wire::AuthMethod>,
+    >,
     meta: &::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 ) {
-    w.map(3 + u32::from(capabilities.is_some()) + u32::from(meta.is_some()));
+    w.map(
+        3 + u32::from(capabilities.is_some()) + u32::from(auth_methods.is_some())
+            + u32::from(meta.is_some()),
+    );
     w.tag("InitializeResponse");
     w.key("protocol_version");
     protocol_version.encode(w);
@@ -3579,6 +3857,10 @@ pub(crate) fn enc_InitializeResponse(
     info.encode(w);
     if let Some(v) = capabilities {
         w.key("capabilities");
+        v.encode(w);
+    }
+    if let Some(v) = auth_methods {
+        w.key("auth_methods");
         v.encode(w);
     }
     if let Some(v) = meta {
@@ -3595,6 +3877,7 @@ pub(crate) fn dec_InitializeResponse(
         acp_inject_core::wire::ProtocolVersion,
         acp_inject_core::wire::Implementation,
         ::std::option::Option<acp_inject_core::wire::AgentCapabilities>,
+        ::std::option::Option<::std::vec::Vec<acp_inject_core::wire::AuthMethod>>,
         ::std::option::Option<
             ::serde_json::Map<::std::string::String, ::serde_json::Value>,
         >,
@@ -3607,6 +3890,9 @@ pub(crate) fn dec_InitializeResponse(
     let mut info: ::std::option::Option<acp_inject_core::wire::Implementation> = None;
     let mut capabilities: ::std::option::Option<
         acp_inject_core::wire::AgentCapabilities,
+    > = None;
+    let mut auth_methods: ::std::option::Option<
+        ::std::vec::Vec<acp_inject_core::wire::AuthMethod>,
     > = None;
     let mut meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3623,6 +3909,9 @@ pub(crate) fn dec_InitializeResponse(
             "capabilities" => {
                 capabilities = Decode::decode(r).map_err(|e| e.at("capabilities"))?;
             }
+            "auth_methods" => {
+                auth_methods = Decode::decode(r).map_err(|e| e.at("auth_methods"))?;
+            }
             "meta" => meta = Decode::decode(r).map_err(|e| e.at("meta"))?,
             other => return Err(DecodeError::unknown_field("InitializeResponse", other)),
         }
@@ -3635,6 +3924,7 @@ pub(crate) fn dec_InitializeResponse(
             ))?,
         info.ok_or_else(|| DecodeError::missing("InitializeResponse", "info"))?,
         capabilities,
+        auth_methods,
         meta,
     ))
 }
@@ -6356,6 +6646,9 @@ impl Encode for acp_inject_core::client::RequestKind {
                 acp_inject_core::client::RequestKind::Replace => "replace",
                 acp_inject_core::client::RequestKind::Close => "close",
                 acp_inject_core::client::RequestKind::Status => "status",
+                acp_inject_core::client::RequestKind::Authenticate => "authenticate",
+                acp_inject_core::client::RequestKind::Logout => "logout",
+                acp_inject_core::client::RequestKind::Extension => "extension",
             },
         );
     }
@@ -6374,6 +6667,9 @@ impl Decode for acp_inject_core::client::RequestKind {
                 "replace" => acp_inject_core::client::RequestKind::Replace,
                 "close" => acp_inject_core::client::RequestKind::Close,
                 "status" => acp_inject_core::client::RequestKind::Status,
+                "authenticate" => acp_inject_core::client::RequestKind::Authenticate,
+                "logout" => acp_inject_core::client::RequestKind::Logout,
+                "extension" => acp_inject_core::client::RequestKind::Extension,
                 other => return Err(DecodeError::unknown_value("RequestKind", other)),
             },
         )
@@ -6424,6 +6720,11 @@ impl Encode for acp_inject_core::client::Answer {
             acp_inject_core::client::Answer::Status { status, state } => {
                 enc_StatusReport(w, status, state)
             }
+            acp_inject_core::client::Answer::Authenticated => enc_Authenticated(w),
+            acp_inject_core::client::Answer::LoggedOut => enc_LoggedOut(w),
+            acp_inject_core::client::Answer::Extension { result } => {
+                enc_ExtensionResult(w, result)
+            }
         }
     }
 }
@@ -6455,7 +6756,7 @@ pub(crate) fn tagged_Answer(
                     )
                 }
                 "InitializeResponse" => {
-                    let (protocol_version, info, capabilities, meta) = dec_InitializeResponse(
+                    let (protocol_version, info, capabilities, auth_methods, meta) = dec_InitializeResponse(
                         r,
                         n,
                     )?;
@@ -6465,6 +6766,7 @@ pub(crate) fn tagged_Answer(
                                 protocol_version,
                                 info,
                                 capabilities,
+                                auth_methods,
                                 meta,
                             ),
                         ),
@@ -6510,6 +6812,20 @@ pub(crate) fn tagged_Answer(
                     acp_inject_core::client::Answer::Status {
                         status,
                         state,
+                    }
+                }
+                "Authenticated" => {
+                    let () = dec_Authenticated(r, n)?;
+                    acp_inject_core::client::Answer::Authenticated
+                }
+                "LoggedOut" => {
+                    let () = dec_LoggedOut(r, n)?;
+                    acp_inject_core::client::Answer::LoggedOut
+                }
+                "ExtensionResult" => {
+                    let (result,) = dec_ExtensionResult(r, n)?;
+                    acp_inject_core::client::Answer::Extension {
+                        result,
                     }
                 }
                 _ => {
@@ -6607,6 +6923,9 @@ impl Encode for acp_inject_core::client::Event {
             acp_inject_core::client::Event::PermissionRequested { request, params } => {
                 enc_PermissionRequested(w, request, params)
             }
+            acp_inject_core::client::Event::Notification { method, params } => {
+                enc_Notification(w, method, params)
+            }
             acp_inject_core::client::Event::Ignored { detail } => enc_Ignored(w, detail),
         }
     }
@@ -6650,6 +6969,13 @@ pub(crate) fn tagged_Event(
                     acp_inject_core::client::Event::PermissionRequested {
                         request,
                         params: ::std::boxed::Box::new(params),
+                    }
+                }
+                "Notification" => {
+                    let (method, params) = dec_Notification(r, n)?;
+                    acp_inject_core::client::Event::Notification {
+                        method,
+                        params,
                     }
                 }
                 "Ignored" => {
@@ -7626,6 +7952,7 @@ impl Encode for crate::AcpError {
         match self {
             crate::AcpError::InvalidInput { detail } => enc_InvalidInput(w, detail),
             crate::AcpError::Protocol { error } => enc_Protocol(w, error),
+            crate::AcpError::AuthRequired { error } => enc_AuthRequired(w, error),
             crate::AcpError::Rejected { reason, detail } => {
                 enc_Rejected(w, reason, detail)
             }
@@ -7665,6 +7992,12 @@ pub(crate) fn tagged_AcpError(
                 "Protocol" => {
                     let (error,) = dec_Protocol(r, n)?;
                     crate::AcpError::Protocol { error }
+                }
+                "AuthRequired" => {
+                    let (error,) = dec_AuthRequired(r, n)?;
+                    crate::AcpError::AuthRequired {
+                        error,
+                    }
                 }
                 "Rejected" => {
                     let (reason, detail) = dec_Rejected(r, n)?;
@@ -7947,6 +8280,87 @@ fn build_AudioContent(
     {
         let mut v = acp_inject_core::wire::AudioContent::new(data, mime_type);
         v.annotations = annotations;
+        v.meta = meta;
+        v
+    }
+}
+impl Encode for acp_inject_core::wire::AuthMethodAgent {
+    fn encode(&self, w: &mut Writer) {
+        enc_AuthMethodAgent(
+            w,
+            &self.method_id,
+            &self.name,
+            &self.description,
+            &self.meta,
+        );
+    }
+}
+impl Decode for acp_inject_core::wire::AuthMethodAgent {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let n = r.map_len()?;
+        r.expect_tag("AuthMethodAgent")?;
+        let n = n - 1;
+        let (method_id, name, description, meta) = dec_AuthMethodAgent(r, n)?;
+        Ok(build_AuthMethodAgent(method_id, name, description, meta))
+    }
+}
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn build_AuthMethodAgent(
+    method_id: ::std::string::String,
+    name: ::std::string::String,
+    description: ::std::option::Option<::std::string::String>,
+    meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+) -> acp_inject_core::wire::AuthMethodAgent {
+    {
+        let mut v = acp_inject_core::wire::AuthMethodAgent::new(method_id, name);
+        v.description = description;
+        v.meta = meta;
+        v
+    }
+}
+impl Encode for acp_inject_core::wire::AuthMethodTerminal {
+    fn encode(&self, w: &mut Writer) {
+        enc_AuthMethodTerminal(
+            w,
+            &self.method_id,
+            &self.name,
+            &self.description,
+            &self.args,
+            &self.env,
+            &self.meta,
+        );
+    }
+}
+impl Decode for acp_inject_core::wire::AuthMethodTerminal {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let n = r.map_len()?;
+        r.expect_tag("AuthMethodTerminal")?;
+        let n = n - 1;
+        let (method_id, name, description, args, env, meta) = dec_AuthMethodTerminal(
+            r,
+            n,
+        )?;
+        Ok(build_AuthMethodTerminal(method_id, name, description, args, env, meta))
+    }
+}
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn build_AuthMethodTerminal(
+    method_id: ::std::string::String,
+    name: ::std::string::String,
+    description: ::std::option::Option<::std::string::String>,
+    args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    env: ::std::option::Option<::std::vec::Vec<acp_inject_core::wire::EnvVariable>>,
+    meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+) -> acp_inject_core::wire::AuthMethodTerminal {
+    {
+        let mut v = acp_inject_core::wire::AuthMethodTerminal::new(method_id, name);
+        v.description = description;
+        v.args = args;
+        v.env = env;
         v.meta = meta;
         v
     }
@@ -8361,6 +8775,7 @@ impl Encode for acp_inject_core::wire::InitializeResponse {
             &self.protocol_version,
             &self.info,
             &self.capabilities,
+            &self.auth_methods,
             &self.meta,
         );
     }
@@ -8370,8 +8785,19 @@ impl Decode for acp_inject_core::wire::InitializeResponse {
         let n = r.map_len()?;
         r.expect_tag("InitializeResponse")?;
         let n = n - 1;
-        let (protocol_version, info, capabilities, meta) = dec_InitializeResponse(r, n)?;
-        Ok(build_InitializeResponse(protocol_version, info, capabilities, meta))
+        let (protocol_version, info, capabilities, auth_methods, meta) = dec_InitializeResponse(
+            r,
+            n,
+        )?;
+        Ok(
+            build_InitializeResponse(
+                protocol_version,
+                info,
+                capabilities,
+                auth_methods,
+                meta,
+            ),
+        )
     }
 }
 #[allow(non_snake_case, clippy::too_many_arguments)]
@@ -8379,6 +8805,9 @@ fn build_InitializeResponse(
     protocol_version: acp_inject_core::wire::ProtocolVersion,
     info: acp_inject_core::wire::Implementation,
     capabilities: ::std::option::Option<acp_inject_core::wire::AgentCapabilities>,
+    auth_methods: ::std::option::Option<
+        ::std::vec::Vec<acp_inject_core::wire::AuthMethod>,
+    >,
     meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
@@ -8389,6 +8818,7 @@ fn build_InitializeResponse(
             info,
         );
         v.capabilities = capabilities;
+        v.auth_methods = auth_methods;
         v.meta = meta;
         v
     }
@@ -9671,6 +10101,76 @@ impl Decode for acp_inject_core::wire::ErrorReason {
             },
         )
     }
+}
+impl Encode for acp_inject_core::wire::AuthMethod {
+    fn encode(&self, w: &mut Writer) {
+        match self {
+            acp_inject_core::wire::AuthMethod::Agent(v) => v.encode(w),
+            acp_inject_core::wire::AuthMethod::Terminal(v) => v.encode(w),
+            acp_inject_core::wire::AuthMethod::Other(v) => {
+                crate::codec::enc_other(w, "OtherAuthMethod", "type", v)
+            }
+        }
+    }
+}
+impl Decode for acp_inject_core::wire::AuthMethod {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let n = r.map_len()?;
+        let tag = r.tag()?;
+        tagged_AuthMethod(tag, r, n - 1)?
+            .ok_or_else(|| DecodeError::unknown_class("AuthMethod", tag))
+    }
+}
+/// The value of class `tag` when it is one of this union's (`n` pairs of its map left).
+#[allow(non_snake_case)]
+pub(crate) fn tagged_AuthMethod(
+    tag: &str,
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<Option<acp_inject_core::wire::AuthMethod>, DecodeError> {
+    Ok(
+        Some(
+            match tag {
+                "AuthMethodAgent" => {
+                    let (method_id, name, description, meta) = dec_AuthMethodAgent(
+                        r,
+                        n,
+                    )?;
+                    acp_inject_core::wire::AuthMethod::Agent(
+                        ::std::boxed::Box::new(
+                            build_AuthMethodAgent(method_id, name, description, meta),
+                        ),
+                    )
+                }
+                "AuthMethodTerminal" => {
+                    let (method_id, name, description, args, env, meta) = dec_AuthMethodTerminal(
+                        r,
+                        n,
+                    )?;
+                    acp_inject_core::wire::AuthMethod::Terminal(
+                        ::std::boxed::Box::new(
+                            build_AuthMethodTerminal(
+                                method_id,
+                                name,
+                                description,
+                                args,
+                                env,
+                                meta,
+                            ),
+                        ),
+                    )
+                }
+                "OtherAuthMethod" => {
+                    acp_inject_core::wire::AuthMethod::Other(
+                        crate::codec::dec_other(r, n)?,
+                    )
+                }
+                _ => {
+                    return Ok(None);
+                }
+            },
+        ),
+    )
 }
 impl Encode for acp_inject_core::wire::InjectMode {
     fn encode(&self, w: &mut Writer) {

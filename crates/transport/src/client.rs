@@ -11,8 +11,8 @@ use acp_inject_core::client::{
     Answer, CallRejected, ClientConnection, Event, MirrorSnapshot, ProtocolError, SessionEvent, SteerFallback,
 };
 use acp_inject_core::wire::{
-    ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionId, SessionInfo, SessionStatusResponse,
+    AuthMethod, ContentBlock, Implementation, InitializeResponse, InjectMode, McpServer, MessageId, RequestId,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionId, SessionInfo, SessionStatusResponse,
 };
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
@@ -109,10 +109,24 @@ struct Queue {
     items: VecDeque<SessionActivity>,
 }
 
+/// How many notifications the app has not read are kept; past it the oldest is dropped (and
+/// logged), so an app that never reads them does not grow without bound.
+const NOTIFICATIONS_KEPT: usize = 1024;
+
+/// A notification of the agent's this library does not handle: its method and params.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    /// Its method (`_auth/status_update`, …).
+    pub method: String,
+    /// Its params, as they came.
+    pub params: Option<serde_json::Value>,
+}
+
 struct State {
     conn: ClientConnection,
     waiters: HashMap<RequestId, Waiter>,
     queues: HashMap<SessionId, Queue>,
+    notifications: VecDeque<Notification>,
     closed: Option<TransportError>,
     stderr_tail: VecDeque<String>,
     log: VecDeque<String>,
@@ -130,6 +144,16 @@ struct Shared {
 /// here either completes or changes nothing), so keep going.
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl State {
+    /// Keeps a line for [`Connection::ignored`] (the last 64).
+    fn note(&mut self, detail: String) {
+        if self.log.len() >= 64 {
+            self.log.pop_front();
+        }
+        self.log.push_back(detail);
+    }
 }
 
 impl Shared {
@@ -162,12 +186,17 @@ impl Shared {
                     let session = params.session_id.clone();
                     state.queues.entry(session).or_default().items.push_back(SessionActivity::PermissionRequested { request, params });
                 }
-                Event::Ignored { detail } => {
-                    if state.log.len() >= 64 {
-                        state.log.pop_front();
+                Event::Notification { method, params } => {
+                    if state.notifications.len() >= NOTIFICATIONS_KEPT {
+                        if let Some(dropped) = state.notifications.pop_front() {
+                            let detail =
+                                format!("a notification {:?} nobody read (the oldest past {NOTIFICATIONS_KEPT})", dropped.method);
+                            state.note(detail);
+                        }
                     }
-                    state.log.push_back(detail);
+                    state.notifications.push_back(Notification { method, params });
                 }
+                Event::Ignored { detail } => state.note(detail),
             }
         }
         self.flush(state);
@@ -274,6 +303,7 @@ impl Connection {
                 },
                 waiters: HashMap::new(),
                 queues: HashMap::new(),
+                notifications: VecDeque::new(),
                 closed: None,
                 stderr_tail: VecDeque::new(),
                 log: VecDeque::new(),
@@ -432,6 +462,64 @@ impl Connection {
         let (id, cwd) = (session_id.clone(), cwd.to_owned());
         self.shared.call(move |c| Ok(c.resume(&id, &cwd, replay, Vec::new(), Vec::new()))).await?;
         Ok(self.session(session_id.clone()))
+    }
+
+    /// The agent's advertised `authMethods` (empty: it needs no authentication, or does not say).
+    pub fn auth_methods(&self) -> &[AuthMethod] {
+        self.agent.auth_methods.as_deref().unwrap_or_default()
+    }
+
+    /// `auth/login` with one of [`Connection::auth_methods`] (`authenticate` to a version 1
+    /// agent): once it succeeds, the calls the agent refused with -32000 (Authentication
+    /// required) may be made again.
+    pub async fn authenticate(&self, method_id: &str) -> Result<(), TransportError> {
+        let method_id = method_id.to_owned();
+        self.shared.call(move |c| c.authenticate(&method_id)).await.map(drop)
+    }
+
+    /// `auth/logout`.
+    pub async fn logout(&self) -> Result<(), TransportError> {
+        self.shared.call(|c| Ok(c.logout())).await.map(drop)
+    }
+
+    /// A request of an extension (`method` starts with `_`; `params` an object or an array):
+    /// the agent's result, as it came.
+    pub async fn ext_request(&self, method: &str, params: Option<serde_json::Value>) -> Result<serde_json::Value, TransportError> {
+        let method = method.to_owned();
+        match self.shared.call(move |c| c.ext_request(&method, params)).await? {
+            Answer::Extension { result } => Ok(result),
+            other => Err(TransportError::Io(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    /// A notification of an extension (`method` starts with `_`); returns once sent.
+    pub fn ext_notify(&self, method: &str, params: Option<serde_json::Value>) -> Result<(), TransportError> {
+        let mut state = lock(&self.shared.state);
+        if let Some(e) = &state.closed {
+            return Err(e.clone());
+        }
+        state.conn.ext_notify(method, params).map_err(TransportError::Rejected)?;
+        self.shared.flush(&mut state);
+        Ok(())
+    }
+
+    /// Waits for the next notification of the agent's that this library does not handle
+    /// itself (an extension's, such as `_auth/status_update`, or a method it does not know),
+    /// in order. Returns `Err` once the connection has ended and none is left.
+    pub async fn next_notification(&self) -> Result<Notification, TransportError> {
+        loop {
+            let notified = self.shared.notify.notified();
+            {
+                let mut state = lock(&self.shared.state);
+                if let Some(n) = state.notifications.pop_front() {
+                    return Ok(n);
+                }
+                if let Some(e) = &state.closed {
+                    return Err(e.clone());
+                }
+            }
+            notified.await;
+        }
     }
 
     /// Closes the connection: the agent's stdin is closed, it gets `close_grace` to exit, then

@@ -63,7 +63,7 @@
 pub mod client;
 pub mod server;
 
-pub use client::{ConnectOptions, Connection, Session, SessionActivity, TransportError};
+pub use client::{ConnectOptions, Connection, Notification, Session, SessionActivity, TransportError};
 pub use server::{
     serve, serve_stdio, AgentRuntime, AgentServer, ClientLink, Lines, ServeOptions, ServerError, TurnContext, TurnEnd, TurnError,
 };

@@ -20,6 +20,9 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const REQUEST_CANCELLED: i64 = -32800;
 /// -32002 "Resource not found": an unknown session or message id (`data.reason` says which).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// -32000 Authentication required (upstream `ErrorCode`: "Authentication is required before
+/// this operation can be performed").
+pub const AUTH_REQUIRED: i64 = -32000;
 /// -32010 "Inject precondition failed" (`data.reason` says which).
 pub const INJECT_PRECONDITION_FAILED: i64 = -32010;
 /// -32022 "Unsupported protocol version": no version the agent speaks is at or below the
@@ -53,6 +56,7 @@ pub fn message_for(code: i64) -> &'static str {
         INTERNAL_ERROR => "Internal error",
         REQUEST_CANCELLED => "Request cancelled",
         RESOURCE_NOT_FOUND => "Resource not found",
+        AUTH_REQUIRED => "Authentication required",
         INJECT_PRECONDITION_FAILED => "Inject precondition failed",
         UNSUPPORTED_PROTOCOL_VERSION => "Unsupported protocol version",
         _ => "Server error",

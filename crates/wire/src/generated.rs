@@ -1290,6 +1290,73 @@ Omitted and `null` are equivalent and mean no annotations are provided.*/
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+/**Agent handles authentication itself through `auth/login`.
+
+The `type` discriminator value is `agent`.*/
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct AuthMethodAgent {
+    ///Unique identifier for this authentication method.
+    #[serde(rename = "methodId")]
+    pub method_id: ::std::string::String,
+    ///Human-readable name of the authentication method.
+    pub name: ::std::string::String,
+    /**Optional human-readable description of this authentication method.
+
+Omitted and `null` are equivalent and mean no description is provided.*/
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_authmethodagent_description")]
+    #[serde(default)]
+    pub description: ::std::option::Option<::std::string::String>,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_authmethodagent_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+/**Client runs the configured agent program as a separate interactive
+process, without passing this method to `auth/login`.*/
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct AuthMethodTerminal {
+    ///Unique identifier for this authentication method.
+    #[serde(rename = "methodId")]
+    pub method_id: ::std::string::String,
+    ///Human-readable name of the authentication method.
+    pub name: ::std::string::String,
+    /**Optional human-readable description of this authentication method.
+
+Omitted and `null` are equivalent and mean no description is provided.*/
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_authmethodterminal_description")]
+    #[serde(default)]
+    pub description: ::std::option::Option<::std::string::String>,
+    ///Additional arguments to append to the configured agent invocation for terminal auth.
+    #[serde(
+        rename = "args",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+    /**Additional environment variables to set on the configured agent invocation for terminal auth.
+Names MUST be unique. These values override same-named variables in the
+base launch configuration.*/
+    #[serde(
+        rename = "env",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub env: ::std::option::Option<::std::vec::Vec<EnvVariable>>,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_authmethodterminal_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA detached subagent session that has anything running: its state is not `idle`, or\nits own `background` list is non-empty or not reported."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -1735,6 +1802,18 @@ pub struct InitializeResponse {
     #[serde(deserialize_with = "__tolerant_initializeresponse_capabilities")]
     #[serde(default)]
     pub capabilities: ::std::option::Option<AgentCapabilities>,
+    /**Authentication methods supported by the agent.
+
+Optional. Omitted or empty means the agent does not advertise the
+`auth/login` and `auth/logout` methods. Supplying one or more methods means
+the agent MUST support both `auth/login` and `auth/logout`.*/
+    #[serde(
+        rename = "authMethods",
+        default,
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    #[serde(deserialize_with = "__tolerant_initializeresponse_auth_methods")]
+    pub auth_methods: ::std::option::Option<::std::vec::Vec<AuthMethod>>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_initializeresponse_meta")]
     #[serde(default)]
@@ -1848,6 +1927,70 @@ results. An empty string is a valid cursor, not the end of results.*/
     pub next_cursor: ::std::option::Option<::std::string::String>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_listsessionsresponse_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+/**Request parameters for the `auth/login` method.
+
+Specifies which authentication method to use.
+
+Agents MUST support this method when their `initialize` response included
+a non-empty `authMethods` list. Clients MUST NOT call this method
+when `authMethods` was omitted or empty.*/
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct LoginAuthRequest {
+    /**The ID of the authentication method to use.
+Must be one of the methods advertised in the initialize response.*/
+    #[serde(rename = "methodId")]
+    pub method_id: ::std::string::String,
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_loginauthrequest_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///Response to the `auth/login` method.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct LoginAuthResponse {
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_loginauthresponse_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+/**Request parameters for the `auth/logout` method.
+
+Terminates the current authenticated session.
+
+Agents MUST support this method when their `initialize` response included
+a non-empty `authMethods` list. Clients MUST NOT call this method
+when `authMethods` was omitted or empty.*/
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct LogoutAuthRequest {
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_logoutauthrequest_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
+///Response to the `auth/logout` method.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct LogoutAuthResponse {
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_logoutauthresponse_meta")]
     #[serde(default)]
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
@@ -3829,6 +3972,171 @@ Omitted and `null` are equivalent and mean no annotations are provided.*/
         self
     }
 }
+fn __tolerant_authmethodagent_description<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<::std::string::String>, D::Error> {
+    __de::scalar_on_error(deserializer, "AuthMethodAgent.description")
+}
+fn __tolerant_authmethodagent_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "AuthMethodAgent._meta")
+}
+impl SerializeFields for AuthMethodAgent {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("methodId", &self.method_id)?;
+        map.serialize_entry("name", &self.name)?;
+        if !::std::option::Option::is_none(&self.description) {
+            map.serialize_entry("description", &self.description)?;
+        }
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl AuthMethodAgent {
+    /// Builds [`AuthMethodAgent`] from its required members (`methodId`, `name`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        method_id: impl ::std::convert::Into<::std::string::String>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            method_id: ::std::convert::Into::into(method_id),
+            name: ::std::convert::Into::into(name),
+            description: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Optional human-readable description of this authentication method.
+
+Omitted and `null` are equivalent and mean no description is provided.*/
+    ///
+    /// Sets the optional `description` member (`None` leaves it absent).
+    #[must_use]
+    pub fn description(
+        mut self,
+        description: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.description = IntoOption::into_option(description);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
+fn __tolerant_authmethodterminal_description<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<::std::string::String>, D::Error> {
+    __de::scalar_on_error(deserializer, "AuthMethodTerminal.description")
+}
+fn __tolerant_authmethodterminal_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "AuthMethodTerminal._meta")
+}
+impl SerializeFields for AuthMethodTerminal {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("methodId", &self.method_id)?;
+        map.serialize_entry("name", &self.name)?;
+        if !::std::option::Option::is_none(&self.description) {
+            map.serialize_entry("description", &self.description)?;
+        }
+        if !::std::option::Option::is_none(&self.args) {
+            map.serialize_entry("args", &self.args)?;
+        }
+        if !::std::option::Option::is_none(&self.env) {
+            map.serialize_entry("env", &self.env)?;
+        }
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl AuthMethodTerminal {
+    /// Builds [`AuthMethodTerminal`] from its required members (`methodId`, `name`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(
+        method_id: impl ::std::convert::Into<::std::string::String>,
+        name: impl ::std::convert::Into<::std::string::String>,
+    ) -> Self {
+        Self {
+            method_id: ::std::convert::Into::into(method_id),
+            name: ::std::convert::Into::into(name),
+            description: ::std::default::Default::default(),
+            args: ::std::default::Default::default(),
+            env: ::std::default::Default::default(),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /**Optional human-readable description of this authentication method.
+
+Omitted and `null` are equivalent and mean no description is provided.*/
+    ///
+    /// Sets the optional `description` member (`None` leaves it absent).
+    #[must_use]
+    pub fn description(
+        mut self,
+        description: impl IntoOption<::std::string::String>,
+    ) -> Self {
+        self.description = IntoOption::into_option(description);
+        self
+    }
+    ///Additional arguments to append to the configured agent invocation for terminal auth.
+    ///
+    /// Sets the optional `args` member (`None` leaves it absent).
+    #[must_use]
+    pub fn args(
+        mut self,
+        args: impl IntoOption<::std::vec::Vec<::std::string::String>>,
+    ) -> Self {
+        self.args = IntoOption::into_option(args);
+        self
+    }
+    /**Additional environment variables to set on the configured agent invocation for terminal auth.
+Names MUST be unique. These values override same-named variables in the
+base launch configuration.*/
+    ///
+    /// Sets the optional `env` member (`None` leaves it absent).
+    #[must_use]
+    pub fn env(mut self, env: impl IntoOption<::std::vec::Vec<EnvVariable>>) -> Self {
+        self.env = IntoOption::into_option(env);
+        self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
 fn __tolerant_backgroundsubagent_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4858,6 +5166,11 @@ fn __tolerant_initializeresponse_capabilities<'de, D: ::serde::Deserializer<'de>
 ) -> Result<::std::option::Option<AgentCapabilities>, D::Error> {
     __de::default_on_error(deserializer, "InitializeResponse.capabilities")
 }
+fn __tolerant_initializeresponse_auth_methods<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<::std::vec::Vec<AuthMethod>>, D::Error> {
+    __de::tolerant_items(deserializer, "InitializeResponse.authMethods")
+}
 fn __tolerant_initializeresponse_meta<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<
@@ -4876,6 +5189,9 @@ impl SerializeFields for InitializeResponse {
         if !::std::option::Option::is_none(&self.capabilities) {
             map.serialize_entry("capabilities", &self.capabilities)?;
         }
+        if !::std::option::Option::is_none(&self.auth_methods) {
+            map.serialize_entry("authMethods", &self.auth_methods)?;
+        }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -4893,6 +5209,7 @@ impl InitializeResponse {
             protocol_version: ::std::convert::Into::into(protocol_version),
             info: ::std::convert::Into::into(info),
             capabilities: ::std::default::Default::default(),
+            auth_methods: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
     }
@@ -4903,6 +5220,21 @@ impl InitializeResponse {
         capabilities: impl IntoOption<AgentCapabilities>,
     ) -> Self {
         self.capabilities = IntoOption::into_option(capabilities);
+        self
+    }
+    /**Authentication methods supported by the agent.
+
+Optional. Omitted or empty means the agent does not advertise the
+`auth/login` and `auth/logout` methods. Supplying one or more methods means
+the agent MUST support both `auth/login` and `auth/logout`.*/
+    ///
+    /// Sets the optional `authMethods` member (`None` leaves it absent).
+    #[must_use]
+    pub fn auth_methods(
+        mut self,
+        auth_methods: impl IntoOption<::std::vec::Vec<AuthMethod>>,
+    ) -> Self {
+        self.auth_methods = IntoOption::into_option(auth_methods);
         self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
@@ -5212,6 +5544,164 @@ results. An empty string is a valid cursor, not the end of results.*/
     ) -> Self {
         self.next_cursor = IntoOption::into_option(next_cursor);
         self
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
+fn __tolerant_loginauthrequest_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "LoginAuthRequest._meta")
+}
+impl SerializeFields for LoginAuthRequest {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        map.serialize_entry("methodId", &self.method_id)?;
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl LoginAuthRequest {
+    /// Builds [`LoginAuthRequest`] from its required members (`methodId`); the optional ones start absent (or at their default) and are set with the setters.
+    #[must_use]
+    pub fn new(method_id: impl ::std::convert::Into<::std::string::String>) -> Self {
+        Self {
+            method_id: ::std::convert::Into::into(method_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
+fn __tolerant_loginauthresponse_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "LoginAuthResponse._meta")
+}
+impl SerializeFields for LoginAuthResponse {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl LoginAuthResponse {
+    /// Builds [`LoginAuthResponse`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
+fn __tolerant_logoutauthrequest_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "LogoutAuthRequest._meta")
+}
+impl SerializeFields for LogoutAuthRequest {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl LogoutAuthRequest {
+    /// Builds [`LogoutAuthRequest`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
+fn __tolerant_logoutauthresponse_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "LogoutAuthResponse._meta")
+}
+impl SerializeFields for LogoutAuthResponse {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl LogoutAuthResponse {
+    /// Builds [`LogoutAuthResponse`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            meta: ::std::default::Default::default(),
+        }
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
     #[must_use]
@@ -8488,6 +8978,153 @@ impl ::schemars::JsonSchema for ErrorReason {
             .expect("a well-formed schema")
     }
 }
+/**Describes an available authentication method.
+
+The `type` field acts as the discriminator in the serialized JSON form.*/
+#[derive(Clone, Debug, PartialEq)]
+pub enum AuthMethod {
+    /**`agent`: Agent handles authentication itself through `auth/login`.
+
+The `type` discriminator value is `agent`.*/
+    Agent(Box<AuthMethodAgent>),
+    /**`terminal`: Client runs the configured agent program as a separate interactive
+process, without passing this method to `auth/login`.*/
+    Terminal(Box<AuthMethodTerminal>),
+    /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
+    Other(Unknown),
+}
+impl AuthMethod {
+    /// The member that tags this union.
+    pub const TAG: &'static str = "type";
+    /// The tag value of this variant.
+    pub fn tag(&self) -> &str {
+        match self {
+            AuthMethod::Agent(_) => "agent",
+            AuthMethod::Terminal(_) => "terminal",
+            AuthMethod::Other(u) => u.tag(Self::TAG).unwrap_or(""),
+        }
+    }
+}
+impl From<AuthMethodAgent> for AuthMethod {
+    fn from(value: AuthMethodAgent) -> Self {
+        AuthMethod::Agent(Box::new(value))
+    }
+}
+impl From<AuthMethodTerminal> for AuthMethod {
+    fn from(value: AuthMethodTerminal) -> Self {
+        AuthMethod::Terminal(Box::new(value))
+    }
+}
+#[cfg(feature = "schemars")]
+impl ::schemars::JsonSchema for AuthMethod {
+    fn schema_name() -> String {
+        "AuthMethod".to_owned()
+    }
+    fn json_schema(
+        generator: &mut ::schemars::r#gen::SchemaGenerator,
+    ) -> ::schemars::schema::Schema {
+        let mut branches: Vec<::serde_json::Value> = Vec::new();
+        let body = generator.subschema_for::<AuthMethodAgent>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "AuthMethodAgent", "type" : "object", "properties" : {
+                    "type" : { "const" : "agent" } }, "required" : ["type"], "allOf" :
+                    [body] }
+                ),
+            );
+        let body = generator.subschema_for::<AuthMethodTerminal>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "AuthMethodTerminal", "type" : "object", "properties" : {
+                    "type" : { "const" : "terminal" } }, "required" : ["type"], "allOf" :
+                    [body] }
+                ),
+            );
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "other", "type" : "object", "properties" : { "type" : {
+                    "type" : "string" } }, "required" : ["type"] }
+                ),
+            );
+        ::serde_json::from_value(
+                ::serde_json::json!(
+                    { "description" :
+                    "Describes an available authentication method.\n\nThe `type` field acts as the discriminator in the serialized JSON form.",
+                    "anyOf" : branches }
+                ),
+            )
+            .expect("a well-formed schema")
+    }
+}
+impl SerializeFields for AuthMethod {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        match self {
+            AuthMethod::Agent(body) => {
+                map.serialize_entry(Self::TAG, "agent")?;
+                body.serialize_fields(map)
+            }
+            AuthMethod::Terminal(body) => {
+                map.serialize_entry(Self::TAG, "terminal")?;
+                body.serialize_fields(map)
+            }
+            AuthMethod::Other(u) => u.serialize_fields(map),
+        }
+    }
+}
+impl ::serde::Serialize for AuthMethod {
+    fn serialize<S: ::serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        use ::serde::ser::SerializeMap as _;
+        if let AuthMethod::Other(u) = self {
+            return u.serialize(serializer);
+        }
+        let mut map = serializer.serialize_map(None)?;
+        self.serialize_fields(&mut map)?;
+        map.end()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for AuthMethod {
+    fn deserialize<D: ::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> ::serde::de::Visitor<'de> for Visitor {
+            type Value = AuthMethod;
+            fn expecting(
+                &self,
+                f: &mut ::std::fmt::Formatter<'_>,
+            ) -> ::std::fmt::Result {
+                f.write_str("a `AuthMethod` object tagged by `type`")
+            }
+            fn visit_map<A: ::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<AuthMethod, A::Error> {
+                let (tag, buffered) = __de::read_tag(&mut map, "type")?;
+                match &*tag {
+                    "agent" => {
+                        __de::body(buffered, map)
+                            .map(|body| AuthMethod::Agent(Box::new(body)))
+                    }
+                    "terminal" => {
+                        __de::body(buffered, map)
+                            .map(|body| AuthMethod::Terminal(Box::new(body)))
+                    }
+                    _ => __de::unknown("type", tag, buffered, map).map(AuthMethod::Other),
+                }
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
 ///When an inject is delivered. Closed: an unknown mode is invalid params (-32602).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InjectMode {
@@ -11523,6 +12160,10 @@ impl ::schemars::JsonSchema for Role {
 pub mod methods {
     ///`initialize`
     pub const INITIALIZE: &str = "initialize";
+    ///`auth/login`
+    pub const AUTH_LOGIN: &str = "auth/login";
+    ///`auth/logout`
+    pub const AUTH_LOGOUT: &str = "auth/logout";
     ///`session/new`
     pub const SESSION_NEW: &str = "session/new";
     ///`session/list`
@@ -11554,6 +12195,8 @@ pub mod methods {
     /// The methods sent as requests (they have a `*Request` params and a `*Response` type).
     pub const REQUESTS: &[&str] = &[
         INITIALIZE,
+        AUTH_LOGIN,
+        AUTH_LOGOUT,
         SESSION_NEW,
         SESSION_LIST,
         SESSION_RESUME,
@@ -11589,6 +12232,24 @@ impl Request for InitializeRequest {
 }
 impl Method for InitializeResponse {
     const METHOD: &'static str = methods::INITIALIZE;
+}
+impl Method for LoginAuthRequest {
+    const METHOD: &'static str = methods::AUTH_LOGIN;
+}
+impl Request for LoginAuthRequest {
+    type Response = LoginAuthResponse;
+}
+impl Method for LoginAuthResponse {
+    const METHOD: &'static str = methods::AUTH_LOGIN;
+}
+impl Method for LogoutAuthRequest {
+    const METHOD: &'static str = methods::AUTH_LOGOUT;
+}
+impl Request for LogoutAuthRequest {
+    type Response = LogoutAuthResponse;
+}
+impl Method for LogoutAuthResponse {
+    const METHOD: &'static str = methods::AUTH_LOGOUT;
 }
 impl Method for NewSessionRequest {
     const METHOD: &'static str = methods::SESSION_NEW;

@@ -15,6 +15,8 @@ import * as v from "./validators.js";
 /** The protocol's method names. */
 export const methods = {
   INITIALIZE: "initialize",
+  AUTH_LOGIN: "auth/login",
+  AUTH_LOGOUT: "auth/logout",
   SESSION_NEW: "session/new",
   SESSION_LIST: "session/list",
   SESSION_RESUME: "session/resume",
@@ -46,6 +48,8 @@ interface NotificationEntry {
 
 const requests: { readonly [method: string]: RequestEntry } = {
   "initialize": { params: v.InitializeRequest$, paramsType: "InitializeRequest", paramsOptional: false, result: v.InitializeResponse$ },
+  "auth/login": { params: v.LoginAuthRequest$, paramsType: "LoginAuthRequest", paramsOptional: false, result: v.LoginAuthResponse$ },
+  "auth/logout": { params: v.LogoutAuthRequest$, paramsType: "LogoutAuthRequest", paramsOptional: true, result: v.LogoutAuthResponse$ },
   "session/new": { params: v.NewSessionRequest$, paramsType: "NewSessionRequest", paramsOptional: false, result: v.NewSessionResponse$ },
   "session/list": { params: v.ListSessionsRequest$, paramsType: "ListSessionsRequest", paramsOptional: true, result: v.ListSessionsResponse$ },
   "session/resume": { params: v.ResumeSessionRequest$, paramsType: "ResumeSessionRequest", paramsOptional: false, result: v.ResumeSessionResponse$ },
@@ -65,7 +69,7 @@ const notifications: { readonly [method: string]: NotificationEntry } = {
 };
 
 /** The request methods of the schema. */
-export const requestMethods: readonly T.RequestMethod[] = ["initialize", "session/new", "session/list", "session/resume", "session/prompt", "session/inject", "session/revoke_inject", "session/replace_inject", "session/close", "session/status", "session/request_permission", ];
+export const requestMethods: readonly T.RequestMethod[] = ["initialize", "auth/login", "auth/logout", "session/new", "session/list", "session/resume", "session/prompt", "session/inject", "session/revoke_inject", "session/replace_inject", "session/close", "session/status", "session/request_permission", ];
 
 /** The notification methods of the schema. */
 export const notificationMethods: readonly T.NotificationMethod[] = ["session/cancel", "$/cancel_request", "session/update", ];

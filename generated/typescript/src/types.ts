@@ -28,8 +28,8 @@ export type RequestId = null | number | string;
  * A JSON-RPC error object. For inject and session errors `data` is an `ErrorData`: exactly
  * `{"reason": …}` plus `messageId` when the request's params carry one. Codes: -32700 Parse
  * error, -32600 Invalid request, -32601 Method not found, -32602 Invalid params, -32603 Internal
- * error, -32800 Request cancelled, -32002 Resource not found, -32010 Inject precondition failed,
- * -32022 Unsupported protocol version.
+ * error, -32800 Request cancelled, -32000 Authentication required, -32002 Resource not found,
+ * -32010 Inject precondition failed, -32022 Unsupported protocol version.
  */
 export interface ErrorObject {
   /** The error code. */
@@ -207,6 +207,122 @@ export interface InitializeResponse {
   info: Implementation;
   /** Capabilities supported by the agent. */
   capabilities?: AgentCapabilities;
+  /**
+   * Authentication methods supported by the agent.
+   *
+   * Optional. Omitted or empty means the agent does not advertise the
+   * `auth/login` and `auth/logout` methods. Supplying one or more methods means
+   * the agent MUST support both `auth/login` and `auth/logout`.
+   */
+  authMethods?: AuthMethod[];
+  _meta?: Meta;
+}
+
+/**
+ * Agent handles authentication itself through `auth/login`.
+ *
+ * The `type` discriminator value is `agent`.
+ */
+export interface AuthMethodAgent {
+  /** Unique identifier for this authentication method. */
+  methodId: string;
+  /** Human-readable name of the authentication method. */
+  name: string;
+  /**
+   * Optional human-readable description of this authentication method.
+   *
+   * Omitted and `null` are equivalent and mean no description is provided.
+   */
+  description?: string | null;
+  _meta?: Meta;
+}
+
+/**
+ * Client runs the configured agent program as a separate interactive
+ * process, without passing this method to `auth/login`.
+ */
+export interface AuthMethodTerminal {
+  /** Unique identifier for this authentication method. */
+  methodId: string;
+  /** Human-readable name of the authentication method. */
+  name: string;
+  /**
+   * Optional human-readable description of this authentication method.
+   *
+   * Omitted and `null` are equivalent and mean no description is provided.
+   */
+  description?: string | null;
+  /** Additional arguments to append to the configured agent invocation for terminal auth. */
+  args?: string[];
+  /**
+   * Additional environment variables to set on the configured agent invocation for terminal auth.
+   * Names MUST be unique. These values override same-named variables in the
+   * base launch configuration.
+   */
+  env?: EnvVariable[];
+  _meta?: Meta;
+}
+
+/**
+ * Describes an available authentication method.
+ *
+ * The `type` field acts as the discriminator in the serialized JSON form.
+ */
+export type AuthMethod =
+  | ({ type: "agent" } & AuthMethodAgent)
+  | ({ type: "terminal" } & AuthMethodTerminal)
+  | AuthMethodOther;
+
+/**
+ * A `AuthMethod` variant this version does not know, kept whole (unknown tags are carried
+ * through unchanged; tags starting with `_` are extensions).
+ */
+export interface AuthMethodOther {
+  type: UnknownTag;
+  [member: string]: unknown;
+}
+
+/** `AuthMethod` without its open branch: narrow with `isKnownAuthMethod`, then switch on `type`. */
+export type KnownAuthMethod = Exclude<AuthMethod, AuthMethodOther>;
+
+/**
+ * Request parameters for the `auth/login` method.
+ *
+ * Specifies which authentication method to use.
+ *
+ * Agents MUST support this method when their `initialize` response included
+ * a non-empty `authMethods` list. Clients MUST NOT call this method
+ * when `authMethods` was omitted or empty.
+ */
+export interface LoginAuthRequest {
+  /**
+   * The ID of the authentication method to use.
+   * Must be one of the methods advertised in the initialize response.
+   */
+  methodId: string;
+  _meta?: Meta;
+}
+
+/** Response to the `auth/login` method. */
+export interface LoginAuthResponse {
+  _meta?: Meta;
+}
+
+/**
+ * Request parameters for the `auth/logout` method.
+ *
+ * Terminates the current authenticated session.
+ *
+ * Agents MUST support this method when their `initialize` response included
+ * a non-empty `authMethods` list. Clients MUST NOT call this method
+ * when `authMethods` was omitted or empty.
+ */
+export interface LogoutAuthRequest {
+  _meta?: Meta;
+}
+
+/** Response to the `auth/logout` method. */
+export interface LogoutAuthResponse {
   _meta?: Meta;
 }
 
@@ -2067,6 +2183,8 @@ export type Role =
 /** The params type of every request method. */
 export interface RequestParams {
   "initialize": InitializeRequest;
+  "auth/login": LoginAuthRequest;
+  "auth/logout": LogoutAuthRequest;
   "session/new": NewSessionRequest;
   "session/list": ListSessionsRequest;
   "session/resume": ResumeSessionRequest;
@@ -2082,6 +2200,8 @@ export interface RequestParams {
 /** The result type of every request method. */
 export interface ResponseResults {
   "initialize": InitializeResponse;
+  "auth/login": LoginAuthResponse;
+  "auth/logout": LogoutAuthResponse;
   "session/new": NewSessionResponse;
   "session/list": ListSessionsResponse;
   "session/resume": ResumeSessionResponse;
@@ -2105,7 +2225,7 @@ export type RequestMethod = keyof RequestParams;
 export type NotificationMethod = keyof NotificationParams;
 
 /** The request methods that may be sent without `params`. */
-export type ParamsOptionalMethod = "session/list" | never;
+export type ParamsOptionalMethod = "auth/logout" | "session/list" | never;
 
 /** A request for a method of the schema (`params` may be left out for a `ParamsOptionalMethod`). */
 export type RequestMessage<M extends RequestMethod = RequestMethod> = {
@@ -2137,7 +2257,7 @@ export interface ExtensionNotification {
 }
 
 /** The methods of `ClientRequest` (sent by the client). */
-export type ClientRequestMethod = "initialize" | "session/new" | "session/list" | "session/resume" | "session/prompt" | "session/inject" | "session/revoke_inject" | "session/replace_inject" | "session/close" | "session/status";
+export type ClientRequestMethod = "initialize" | "auth/login" | "auth/logout" | "session/new" | "session/list" | "session/resume" | "session/prompt" | "session/inject" | "session/revoke_inject" | "session/replace_inject" | "session/close" | "session/status";
 
 /** A JSON-RPC request the client sends. */
 export type ClientRequest =

@@ -41,6 +41,7 @@ export const ErrorObject$: d.Decoder<T.ErrorObject> = d.struct<T.ErrorObject>("E
   message: { decode: d.string(), required: true },
   data: { decode: d.unknown, defaultOnError: true },
 }, [
+  { member: "code", equals: -32000, members: { message: d.constant("Authentication required") } },
   { member: "code", equals: -32002, require: ["data"], members: { message: d.constant("Resource not found"), data: ErrorData$ } },
   { member: "code", equals: -32010, require: ["data"], members: { message: d.constant("Inject precondition failed"), data: d.requiring(ErrorData$, ["reason"]) } },
   { member: "code", equals: -32601, members: { message: d.constant("Method not found") } },
@@ -125,16 +126,69 @@ export const AgentCapabilities$: d.Decoder<T.AgentCapabilities> = d.struct<T.Age
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
-export const InitializeResponse$: d.Decoder<T.InitializeResponse> = d.struct<T.InitializeResponse>("InitializeResponse", {
-  protocolVersion: { decode: ProtocolVersion$, required: true },
-  info: { decode: Implementation$, required: true },
-  capabilities: { decode: AgentCapabilities$, defaultOnError: true },
+export const AuthMethodAgent$: d.Decoder<T.AuthMethodAgent> = d.struct<T.AuthMethodAgent>("AuthMethodAgent", {
+  methodId: { decode: d.string(), required: true },
+  name: { decode: d.string(), required: true },
+  description: { decode: d.nullable(d.string()), defaultOnError: true },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
 export const EnvVariable$: d.Decoder<T.EnvVariable> = d.struct<T.EnvVariable>("EnvVariable", {
   name: { decode: d.string(), required: true },
   value: { decode: d.string(), required: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const AuthMethodTerminal$: d.Decoder<T.AuthMethodTerminal> = d.struct<T.AuthMethodTerminal>("AuthMethodTerminal", {
+  methodId: { decode: d.string(), required: true },
+  name: { decode: d.string(), required: true },
+  description: { decode: d.nullable(d.string()), defaultOnError: true },
+  args: { decode: d.array(d.string()) },
+  env: { decode: d.array(EnvVariable$) },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+/** The known tags of `AuthMethod`. */
+export const AuthMethodTags = ["agent", "terminal"] as const;
+
+/** Whether a decoded `AuthMethod` is one of the known variants (then its tag narrows it). */
+export function isKnownAuthMethod(value: T.AuthMethod): value is T.KnownAuthMethod {
+  return (AuthMethodTags as readonly string[]).includes(value["type"]);
+}
+
+export const AuthMethod$: d.Decoder<T.AuthMethod> = d.tagged<T.AuthMethod>(
+  "AuthMethod",
+  "type",
+  {
+    "agent": AuthMethodAgent$,
+    "terminal": AuthMethodTerminal$,
+  },
+  {},
+  true,
+);
+
+export const InitializeResponse$: d.Decoder<T.InitializeResponse> = d.struct<T.InitializeResponse>("InitializeResponse", {
+  protocolVersion: { decode: ProtocolVersion$, required: true },
+  info: { decode: Implementation$, required: true },
+  capabilities: { decode: AgentCapabilities$, defaultOnError: true },
+  authMethods: { decode: d.array(AuthMethod$), defaultOnError: true, skipInvalidItems: true, items: { decode: AuthMethod$, rules: {} } },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const LoginAuthRequest$: d.Decoder<T.LoginAuthRequest> = d.struct<T.LoginAuthRequest>("LoginAuthRequest", {
+  methodId: { decode: d.string(), required: true },
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const LoginAuthResponse$: d.Decoder<T.LoginAuthResponse> = d.struct<T.LoginAuthResponse>("LoginAuthResponse", {
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const LogoutAuthRequest$: d.Decoder<T.LogoutAuthRequest> = d.struct<T.LogoutAuthRequest>("LogoutAuthRequest", {
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
+export const LogoutAuthResponse$: d.Decoder<T.LogoutAuthResponse> = d.struct<T.LogoutAuthResponse>("LogoutAuthResponse", {
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -872,6 +926,31 @@ export function decodeInitializeResponse(value: unknown, options?: d.DecodeOptio
   return d.run(InitializeResponse$, value, options);
 }
 
+/** Checks a `AuthMethod`; throws a `ValidationError` naming the offending member. */
+export function decodeAuthMethod(value: unknown, options?: d.DecodeOptions): T.AuthMethod {
+  return d.run(AuthMethod$, value, options);
+}
+
+/** Checks a `LoginAuthRequest`; throws a `ValidationError` naming the offending member. */
+export function decodeLoginAuthRequest(value: unknown, options?: d.DecodeOptions): T.LoginAuthRequest {
+  return d.run(LoginAuthRequest$, value, options);
+}
+
+/** Checks a `LoginAuthResponse`; throws a `ValidationError` naming the offending member. */
+export function decodeLoginAuthResponse(value: unknown, options?: d.DecodeOptions): T.LoginAuthResponse {
+  return d.run(LoginAuthResponse$, value, options);
+}
+
+/** Checks a `LogoutAuthRequest`; throws a `ValidationError` naming the offending member. */
+export function decodeLogoutAuthRequest(value: unknown, options?: d.DecodeOptions): T.LogoutAuthRequest {
+  return d.run(LogoutAuthRequest$, value, options);
+}
+
+/** Checks a `LogoutAuthResponse`; throws a `ValidationError` naming the offending member. */
+export function decodeLogoutAuthResponse(value: unknown, options?: d.DecodeOptions): T.LogoutAuthResponse {
+  return d.run(LogoutAuthResponse$, value, options);
+}
+
 /** Checks a `ClientCapabilities`; throws a `ValidationError` naming the offending member. */
 export function decodeClientCapabilities(value: unknown, options?: d.DecodeOptions): T.ClientCapabilities {
   return d.run(ClientCapabilities$, value, options);
@@ -1218,6 +1297,11 @@ export const decoders = {
   Implementation: Implementation$,
   InitializeRequest: InitializeRequest$,
   InitializeResponse: InitializeResponse$,
+  AuthMethod: AuthMethod$,
+  LoginAuthRequest: LoginAuthRequest$,
+  LoginAuthResponse: LoginAuthResponse$,
+  LogoutAuthRequest: LogoutAuthRequest$,
+  LogoutAuthResponse: LogoutAuthResponse$,
   ClientCapabilities: ClientCapabilities$,
   AgentCapabilities: AgentCapabilities$,
   SessionCapabilities: SessionCapabilities$,

@@ -24,7 +24,7 @@ import asyncio
 import collections
 import os
 from types import TracebackType
-from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Generator, List, Optional, Sequence, Set, Tuple, Type, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Generator, List, Optional, Sequence, Set, Tuple, Type, Union
 
 import msgspec
 
@@ -33,6 +33,7 @@ from .acp_inject_ffi import acp_inject_ffi as _ffi
 from .content import Content, blocks
 from .values import (
     AcpError,
+    AuthMethod,
     CancelledPermissionOutcome,
     ConnectOptions,
     IdleStateUpdate,
@@ -43,6 +44,7 @@ from .values import (
     ItemStatus,
     McpServer,
     MirrorSnapshot,
+    Notification,
     PendingItem,
     PermissionRequested,
     RequestId,
@@ -63,6 +65,9 @@ from .values import (
 #: Answers the agent's permission requests: given the request, the id of the option the user
 #: chose, or ``None`` to decline (the request is answered ``cancelled``).
 PermissionHandler = Callable[[RequestPermissionRequest], Awaitable[Optional[str]]]
+
+#: The params of an extension request or notification: a JSON object or array.
+JsonParams = Union[Dict[str, Any], List[Any]]
 
 _activities = msgspec.msgpack.Decoder(List[SessionActivity])
 
@@ -343,6 +348,48 @@ class Client:
         caps = self.agent.capabilities
         session = caps.session if caps else None
         return session.inject if session else None
+
+    @property
+    def auth_methods(self) -> List[AuthMethod]:
+        """The agent's ``authMethods`` (``AuthMethodAgent``, ``AuthMethodTerminal``, or an
+        ``OtherAuthMethod`` of a type this version does not know); empty when it needs none."""
+        return list(self.agent.auth_methods or [])
+
+    async def authenticate(self, method_id: str) -> None:
+        """``auth/login`` with one of :attr:`auth_methods` (``authenticate`` to an ACP v1
+        agent). An agent that requires it answers the session methods with
+        ``AcpError.AuthRequired`` until this succeeds. Raises ``AcpError.Rejected`` without
+        sending for a method the agent does not advertise, or a ``terminal`` one (the app runs
+        the agent in a terminal for it instead)."""
+        await acall("Connection.authenticate", self._inner.authenticate, method_id)
+
+    async def logout(self) -> None:
+        """``auth/logout``."""
+        await acall("Connection.logout", self._inner.logout)
+
+    async def ext_request(self, method: str, params: Optional[JsonParams] = None) -> Any:
+        """A request of an extension (``method`` starts with ``_``; ``params`` a dict or a
+        list): the agent's result, as JSON (dicts, lists, str, int, float, bool, None). An
+        error answer raises ``AcpError.Protocol``."""
+        return decode(Any, await acall("Connection.ext_request", self._inner.ext_request, method, arg(params)))
+
+    def ext_notify(self, method: str, params: Optional[JsonParams] = None) -> None:
+        """A notification of an extension (``method`` starts with ``_``)."""
+        call("Connection.ext_notify", self._inner.ext_notify, method, arg(params))
+
+    async def next_notification(self) -> Notification:
+        """The next notification of the agent's that the library does not handle itself (an
+        extension's, such as ``_auth/status_update``, or a method it does not know), in
+        order; ``AcpError.Disconnected`` once the connection has ended and none is left."""
+        return decode(Notification, await acall("Connection.next_notification", self._inner.next_notification))  # type: ignore[no-any-return]
+
+    async def notifications(self) -> AsyncIterator[Notification]:
+        """Every such notification, as it comes, until the connection ends."""
+        while True:
+            try:
+                yield await self.next_notification()
+            except AcpError.Disconnected:
+                return
 
     async def new_session(
         self, cwd: Optional[str] = None, additional_directories: Sequence[str] = (), mcp_servers: Sequence[McpServer] = ()

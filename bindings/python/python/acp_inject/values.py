@@ -208,6 +208,15 @@ class RequestKind(_Enum):
     STATUS = "status"
     """`session/status`."""
 
+    AUTHENTICATE = "authenticate"
+    """`auth/login` (`authenticate` to a version 1 agent)."""
+
+    LOGOUT = "logout"
+    """`auth/logout`."""
+
+    EXTENSION = "extension"
+    """An extension method (`_…`) of the app's."""
+
 
 __all__.append("RequestKind")
 
@@ -833,6 +842,33 @@ class StatusReport(_Class, frozen=True):
 __all__.append("StatusReport")
 
 
+class Authenticated(_Class, frozen=True):
+    """`auth/login`: the agent accepted the method; what it refused with -32000 may be called again."""
+
+
+__all__.append("Authenticated")
+
+
+class LoggedOut(_Class, frozen=True):
+    """`auth/logout`."""
+
+
+__all__.append("LoggedOut")
+
+
+class ExtensionResult(_Class, frozen=True):
+    """An extension request of the app's: the agent's result, as it came.
+
+    Attributes:
+        result: The result.
+    """
+
+    result: Any
+
+
+__all__.append("ExtensionResult")
+
+
 class SessionClosed(_Class, frozen=True):
     """The session was closed; pending items will not be delivered."""
 
@@ -900,6 +936,21 @@ class PermissionRequested(_Class, frozen=True):
 
 
 __all__.append("PermissionRequested")
+
+
+class Notification(_Class, frozen=True):
+    """A notification of the agent's that this library does not handle itself: an extension's (`_auth/status_update`, …) or a method this version does not know, for the app.
+
+    Attributes:
+        method: Its method.
+        params: Its params, as they came.
+    """
+
+    method: str
+    params: Optional[Any] = None
+
+
+__all__.append("Notification")
 
 
 class Ignored(_Class, frozen=True):
@@ -1537,6 +1588,51 @@ class AudioContent(_Class, frozen=True):
 __all__.append("AudioContent")
 
 
+class AuthMethodAgent(_Class, frozen=True):
+    """Agent handles authentication itself through `auth/login`.
+
+    The `type` discriminator value is `agent`.
+
+    Attributes:
+        method_id: Unique identifier for this authentication method.
+        name: Human-readable name of the authentication method.
+        description: Optional human-readable description of this authentication method.
+        meta: 
+    """
+
+    method_id: str
+    name: str
+    description: Optional[str] = None
+    meta: Optional[Dict[str, Any]] = None
+
+
+__all__.append("AuthMethodAgent")
+
+
+class AuthMethodTerminal(_Class, frozen=True):
+    """Client runs the configured agent program as a separate interactive
+    process, without passing this method to `auth/login`.
+
+    Attributes:
+        method_id: Unique identifier for this authentication method.
+        name: Human-readable name of the authentication method.
+        description: Optional human-readable description of this authentication method.
+        args: Additional arguments to append to the configured agent invocation for terminal auth.
+        env: Additional environment variables to set on the configured agent invocation for terminal auth. Names MUST be unique. These values override same-named variables in the base launch configuration.
+        meta: 
+    """
+
+    method_id: str
+    name: str
+    description: Optional[str] = None
+    args: Optional[List[str]] = None
+    env: Optional[List[EnvVariable]] = None
+    meta: Optional[Dict[str, Any]] = None
+
+
+__all__.append("AuthMethodTerminal")
+
+
 class BackgroundSubagent(_Class, frozen=True):
     """**UNSTABLE**
 
@@ -1779,12 +1875,14 @@ class InitializeResponse(_Class, frozen=True):
         protocol_version: 
         info: 
         capabilities: 
+        auth_methods: Authentication methods supported by the agent.
         meta: 
     """
 
     protocol_version: ProtocolVersion
     info: Implementation
     capabilities: Optional[AgentCapabilities] = None
+    auth_methods: Optional[List[AuthMethod]] = None
     meta: Optional[Dict[str, Any]] = None
 
 
@@ -2472,6 +2570,21 @@ class UserMessageChunk(_Class, frozen=True):
 __all__.append("UserMessageChunk")
 
 
+class OtherAuthMethod(_Class, frozen=True):
+    """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
+
+    Attributes:
+        tag: The value of the tag member this version does not know.
+        raw: The whole JSON object, as received.
+    """
+
+    tag: str
+    raw: Dict[str, Any]
+
+
+__all__.append("OtherAuthMethod")
+
+
 class OtherMcpServer(_Class, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
@@ -2595,7 +2708,7 @@ __all__.append("OtherContentBlock")
 # The unions: each the classes it may be (one level: nested unions are flattened in), as
 # `A | B` so that `isinstance(x, SessionUpdate)` type-checks too.
 
-Answer = ProtocolError | InitializeResponse | SessionCreated | SessionPage | Resumed | Accepted | Revoked | Replaced | Closed | StatusReport
+Answer = ProtocolError | InitializeResponse | SessionCreated | SessionPage | Resumed | Accepted | Revoked | Replaced | Closed | StatusReport | Authenticated | LoggedOut | ExtensionResult
 """The answer to a request of this client, typed by what was asked."""
 
 
@@ -2603,7 +2716,7 @@ SessionEvent = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk
 """Something that happened in one session, already applied to its mirror."""
 
 
-Event = Answered | InSession | PermissionRequested | Ignored
+Event = Answered | InSession | PermissionRequested | Notification | Ignored
 """One thing a client connection reports, in the order it happened."""
 
 
@@ -2633,6 +2746,13 @@ TurnPhase = TurnIdle | TurnRunning | TurnRequiresAction | TurnPaused
 
 EmbeddedResourceResource = TextResourceContents | BlobResourceContents
 """Resource content that can be embedded in a message."""
+
+
+AuthMethod = AuthMethodAgent | AuthMethodTerminal | OtherAuthMethod
+"""Describes an available authentication method.
+
+The `type` field acts as the discriminator in the serialized JSON form.
+"""
 
 
 McpServer = McpServerStdio | McpServerHttp | OtherMcpServer
@@ -2751,6 +2871,7 @@ class AcpError(Exception):
     _fields: ClassVar[Tuple[str, ...]] = ()
     InvalidInput: ClassVar[Type[_AcpErrorInvalidInput]]
     Protocol: ClassVar[Type[_AcpErrorProtocol]]
+    AuthRequired: ClassVar[Type[_AcpErrorAuthRequired]]
     Rejected: ClassVar[Type[_AcpErrorRejected]]
     Host: ClassVar[Type[_AcpErrorHost]]
     Config: ClassVar[Type[_AcpErrorConfig]]
@@ -2798,7 +2919,7 @@ class _AcpErrorProtocol(AcpError):
     _fields = ("error", )
 
     def __init__(self, error: ProtocolError) -> None:
-        super().__init__(str(error))
+        super().__init__(f"{error.code} {error.message}" + (f": {error.detail}" if error.detail else ""))
         self.error = error
 
 
@@ -2808,6 +2929,25 @@ AcpError.Protocol = _AcpErrorProtocol
 
 
 class _AcpErrorProtocolValue(_Class, frozen=True, tag="Protocol"):
+    error: ProtocolError
+
+
+class _AcpErrorAuthRequired(AcpError):
+    """The agent requires authentication first (-32000, "Authentication required"): authenticate with one of the agent's `authMethods`, then call again."""
+
+    _fields = ("error", )
+
+    def __init__(self, error: ProtocolError) -> None:
+        super().__init__(f"{error.code} {error.message}" + (f": {error.detail}" if error.detail else ""))
+        self.error = error
+
+
+_AcpErrorAuthRequired.__name__ = "AuthRequired"
+_AcpErrorAuthRequired.__qualname__ = "AcpError.AuthRequired"
+AcpError.AuthRequired = _AcpErrorAuthRequired
+
+
+class _AcpErrorAuthRequiredValue(_Class, frozen=True, tag="AuthRequired"):
     error: ProtocolError
 
 
@@ -2948,7 +3088,7 @@ class _AcpErrorInternalValue(_Class, frozen=True, tag="Internal"):
     detail: str
 
 
-_AcpErrorValue = _AcpErrorInvalidInputValue | _AcpErrorProtocolValue | _AcpErrorRejectedValue | _AcpErrorHostValue | _AcpErrorConfigValue | _AcpErrorStoreValue | _AcpErrorDisconnectedValue | _AcpErrorMismatchValue | _AcpErrorInternalValue
+_AcpErrorValue = _AcpErrorInvalidInputValue | _AcpErrorProtocolValue | _AcpErrorAuthRequiredValue | _AcpErrorRejectedValue | _AcpErrorHostValue | _AcpErrorConfigValue | _AcpErrorStoreValue | _AcpErrorDisconnectedValue | _AcpErrorMismatchValue | _AcpErrorInternalValue
 _AcpError_decoder = msgspec.msgpack.Decoder(_AcpErrorValue)
 
 
@@ -2968,7 +3108,7 @@ def encode_error(error: AcpError) -> bytes:
 RequestId = int | str | None
 """A JSON-RPC request id: an integer, a string or null."""
 
-__all__ += ["RequestId", "AcpError", "Answer", "BackgroundWork", "ConnId", "ContentBlock", "EmbeddedResourceResource", "Event", "HistoryEntry", "McpServer", "MessageId", "Output", "PermissionOptionId", "PlanUpdateContent", "ProtocolVersion", "RequestPermissionOutcome", "RuntimeAction", "RuntimeEvent", "SessionActivity", "SessionEvent", "SessionId", "SessionUpdate", "StateUpdate", "ToolCallContent", "ToolCallId", "TurnPhase"]
+__all__ += ["RequestId", "AcpError", "Answer", "AuthMethod", "BackgroundWork", "ConnId", "ContentBlock", "EmbeddedResourceResource", "Event", "HistoryEntry", "McpServer", "MessageId", "Output", "PermissionOptionId", "PlanUpdateContent", "ProtocolVersion", "RequestPermissionOutcome", "RuntimeAction", "RuntimeEvent", "SessionActivity", "SessionEvent", "SessionId", "SessionUpdate", "StateUpdate", "ToolCallContent", "ToolCallId", "TurnPhase"]
 
 _encoder = msgspec.msgpack.Encoder()
 _decoders: Dict[Any, "msgspec.msgpack.Decoder[Any]"] = {}

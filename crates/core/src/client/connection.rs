@@ -13,12 +13,13 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use acp_inject_wire::framing::{Framed, LineFramer};
 use acp_inject_wire::jsonrpc::{self, AgentLine, Incoming};
 use acp_inject_wire::{
-    collect_tolerated, CancelSessionNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, ErrorObject, Implementation,
-    InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse, ListSessionsRequest,
-    ListSessionsResponse, McpServer, MessageId, NewSessionRequest, NewSessionResponse, PromptRequest, ProtocolVersion,
-    ReplaceInjectRequest, ReplayFrom, ReplayFromStart, RequestId, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest, SessionId, SessionStatus, SessionStatusRequest,
-    SessionStatusResponse, SteeringOutcome, SteeringRequest, SteeringResponse, UpdateSessionNotification,
+    collect_tolerated, AuthMethod, CancelSessionNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, ErrorObject,
+    Implementation, InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse,
+    ListSessionsRequest, ListSessionsResponse, LoginAuthRequest, LogoutAuthRequest, McpServer, MessageId, NewSessionRequest,
+    NewSessionResponse, PromptRequest, ProtocolVersion, ReplaceInjectRequest, ReplayFrom, ReplayFromStart, RequestId,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest,
+    SessionId, SessionStatus, SessionStatusRequest, SessionStatusResponse, SteeringOutcome, SteeringRequest, SteeringResponse,
+    UpdateSessionNotification,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -76,6 +77,10 @@ enum Flight {
     V1Turn,
     /// A steer sent as `_session/steering` (C-STEERING-1).
     Steering(usize),
+    Authenticate,
+    Logout,
+    /// An extension request of the app's.
+    Extension,
 }
 
 impl Flight {
@@ -92,6 +97,9 @@ impl Flight {
             Flight::Close => RequestKind::Close,
             Flight::Status => RequestKind::Status,
             Flight::HeldPrompt(_) | Flight::V1Turn => RequestKind::Prompt,
+            Flight::Authenticate => RequestKind::Authenticate,
+            Flight::Logout => RequestKind::Logout,
+            Flight::Extension => RequestKind::Extension,
         }
     }
 }
@@ -155,6 +163,42 @@ impl Default for ClientConnection {
     fn default() -> Self {
         ClientConnection::new(jsonrpc::DEFAULT_MAX_LINE_BYTES)
     }
+}
+
+/// The id of an advertised auth method, whatever its type.
+fn auth_method_id(method: &AuthMethod) -> Option<String> {
+    match method {
+        AuthMethod::Agent(m) => Some(m.method_id.clone()),
+        AuthMethod::Terminal(m) => Some(m.method_id.clone()),
+        AuthMethod::Other(other) => other.get("methodId").and_then(|v| v.as_str().map(str::to_owned)),
+    }
+}
+
+/// An extension's method starts with `_`, and JSON-RPC params are an object or an array.
+fn check_extension(method: &str, params: Option<&serde_json::Value>) -> Result<(), CallRejected> {
+    if !method.starts_with('_') {
+        return Err(CallRejected::InvalidArguments(format!(
+            "{method:?} is not an extension method (their names start with `_`; this library sends ACP's own methods itself)"
+        )));
+    }
+    match params {
+        None | Some(serde_json::Value::Object(_)) | Some(serde_json::Value::Array(_)) => Ok(()),
+        Some(other) => Err(CallRejected::InvalidArguments(format!("JSON-RPC params are an object or an array, not {other}"))),
+    }
+}
+
+/// The line of an extension request (with an id) or notification.
+fn extension_line(id: Option<&RequestId>, method: &str, params: Option<&serde_json::Value>) -> String {
+    let mut message = serde_json::Map::new();
+    message.insert("jsonrpc".into(), "2.0".into());
+    if let Some(id) = id {
+        message.insert("id".into(), serde_json::to_value(id).unwrap_or(serde_json::Value::Null));
+    }
+    message.insert("method".into(), method.into());
+    if let Some(params) = params {
+        message.insert("params".into(), params.clone());
+    }
+    serde_json::Value::Object(message).to_string()
 }
 
 fn content_check(content: &[ContentBlock]) -> Result<(), CallRejected> {
@@ -327,6 +371,66 @@ impl ClientConnection {
         });
         let params = InitializeRequest::new(ProtocolVersion(2), info).capabilities(ClientCapabilities::new().meta(meta));
         self.send(&params, None, Flight::Initialize)
+    }
+
+    /// The agent's advertised `authMethods` (a version 1 agent's, read as v2's), empty when it
+    /// advertises none or has not answered `initialize` yet.
+    pub fn auth_methods(&self) -> &[AuthMethod] {
+        self.agent().and_then(|a| a.auth_methods.as_deref()).unwrap_or_default()
+    }
+
+    /// `auth/login` with one of the agent's advertised methods (`authenticate` to a version 1
+    /// agent). Refused locally for a method the agent does not advertise, and for a
+    /// `terminal` method, which the client runs rather than sends (upstream v2 draft,
+    /// `AuthMethodTerminal`).
+    pub fn authenticate(&mut self, method_id: &str) -> Result<RequestId, CallRejected> {
+        match self.auth_methods().iter().find(|m| auth_method_id(m).as_deref() == Some(method_id)) {
+            None => {
+                let ids: Vec<String> = self.auth_methods().iter().filter_map(auth_method_id).collect();
+                return Err(CallRejected::InvalidArguments(format!(
+                    "the agent advertises no auth method {method_id:?} (it advertises {ids:?})"
+                )));
+            }
+            Some(AuthMethod::Terminal(_)) => {
+                return Err(CallRejected::InvalidArguments(format!(
+                    "{method_id:?} is a terminal method: the client runs the agent in a terminal for it, and does not send it"
+                )))
+            }
+            Some(_) => {}
+        }
+        if self.v1() {
+            let params = serde_json::json!({ "methodId": method_id });
+            return Ok(self.send_line(|id| jsonrpc::request_line_for(id, "authenticate", &params), None, Flight::Authenticate));
+        }
+        Ok(self.send(&LoginAuthRequest::new(method_id.to_owned()), None, Flight::Authenticate))
+    }
+
+    /// `auth/logout`. ACP v1 has no such stable method: to a version 1 agent nothing is sent,
+    /// and the call is answered -32601 at once.
+    pub fn logout(&mut self) -> RequestId {
+        if self.v1() {
+            let why = "auth/logout is not part of ACP v1, which this agent speaks";
+            let outcome = Answer::Failed(ProtocolError::local(acp_inject_wire::errors::METHOD_NOT_FOUND, why));
+            let request = self.next_id();
+            self.events.push_back(Event::Answered { request: request.clone(), kind: RequestKind::Logout, session_id: None, outcome });
+            return request;
+        }
+        self.send(&LogoutAuthRequest::new(), None, Flight::Logout)
+    }
+
+    /// A request of an extension (`method` starts with `_`), with `params` (an object or an
+    /// array, or none); its answer comes as [`Answer::Extension`] with the result as it came.
+    pub fn ext_request(&mut self, method: &str, params: Option<serde_json::Value>) -> Result<RequestId, CallRejected> {
+        check_extension(method, params.as_ref())?;
+        let line = |id: &RequestId| extension_line(Some(id), method, params.as_ref());
+        Ok(self.send_line(line, None, Flight::Extension))
+    }
+
+    /// A notification of an extension (`method` starts with `_`), with `params`.
+    pub fn ext_notify(&mut self, method: &str, params: Option<serde_json::Value>) -> Result<(), CallRejected> {
+        check_extension(method, params.as_ref())?;
+        self.outbox.push_back(extension_line(None, method, params.as_ref()));
+        Ok(())
     }
 
     /// `session/new`.

@@ -71,6 +71,12 @@ pub enum RequestKind {
     Close,
     /// `session/status`.
     Status,
+    /// `auth/login` (`authenticate` to a version 1 agent).
+    Authenticate,
+    /// `auth/logout`.
+    Logout,
+    /// An extension method (`_…`) of the app's.
+    Extension,
 }
 
 /// The answer to a request, typed by what was asked.
@@ -114,6 +120,16 @@ pub enum Answer {
         /// The session's foreground state when the agent reported it (a snapshot: an `idle`
         /// here is not a turn end).
         state: Option<StateUpdate>,
+    },
+    /// `auth/login`: the agent accepted the method; the session methods it refused with
+    /// -32000 may be called now.
+    Authenticated,
+    /// `auth/logout`.
+    LoggedOut,
+    /// An extension request of the app's (`_…`): the agent's result, as it came.
+    Extension {
+        /// The result.
+        result: serde_json::Value,
     },
 }
 
@@ -163,6 +179,14 @@ pub enum Event {
         request: RequestId,
         /// The request.
         params: Box<RequestPermissionRequest>,
+    },
+    /// A notification of the agent's that this library does not handle itself: an extension's
+    /// (`_auth/status_update`, …) or a method this version does not know, for the app.
+    Notification {
+        /// Its method.
+        method: String,
+        /// Its params, as they came.
+        params: Option<serde_json::Value>,
     },
     /// A line or message this client could not use (malformed, an update for a session not
     /// open here, an answer to no request, an agent request it does not serve and answered

@@ -119,7 +119,11 @@ impl ClientConnection {
                     Err(e) => self.ignore(format!("a session/update that does not decode: {e}")),
                 }
             }
-            Incoming::Notification { method, .. } => self.ignore(format!("a notification {method:?} this client does not handle")),
+            // Not the library's to handle: the app's (an extension's, or a newer method).
+            Incoming::Notification { method, params } => {
+                let params = params.and_then(|p| serde_json::from_str(p.get()).ok());
+                self.events.push_back(Event::Notification { method: method.into_owned(), params });
+            }
             Incoming::Request { id, method, params } if method == acp_inject_wire::methods::SESSION_REQUEST_PERMISSION => {
                 let request = jsonrpc::decode_params::<RequestPermissionRequest>(params).map_err(|e| e.to_string());
                 self.permission(id, request);
@@ -300,6 +304,9 @@ impl ClientConnection {
                     }
                 }
             }
+            Flight::Authenticate => Answer::Authenticated,
+            Flight::Logout => Answer::LoggedOut,
+            Flight::Extension => Answer::Extension { result: serde_json::from_str(raw.get()).unwrap_or(serde_json::Value::Null) },
             // Answered before this (`answered`).
             Flight::HeldPrompt(_) | Flight::V1Turn => return Err(invalid("an answer routed twice".into())),
         };

@@ -66,9 +66,26 @@ pub(super) fn initialize_response(raw: &RawValue) -> Result<InitializeResponse, 
         |i| Implementation::new(i.name, i.version).title(i.title).meta(i.meta),
     );
     let session = acp_inject_wire::SessionCapabilities::new();
+    let auth_methods: Vec<acp_inject_wire::AuthMethod> =
+        r.auth_methods.unwrap_or_default().into_iter().filter_map(auth_method).collect();
     Ok(InitializeResponse::new(ProtocolVersion(1), info)
         .capabilities(acp_inject_wire::AgentCapabilities::new().session(session))
+        .auth_methods((!auth_methods.is_empty()).then_some(auth_methods))
         .meta(r.meta))
+}
+
+/// A v1 auth method as v2's: `id` is `methodId`, no `type` is `agent`, a terminal method's
+/// `env` map is a list of `{name, value}`. One that does not read is left out.
+fn auth_method(mut method: Map<String, Value>) -> Option<acp_inject_wire::AuthMethod> {
+    if let Some(id) = method.remove("id") {
+        method.insert("methodId".into(), id);
+    }
+    method.entry("type").or_insert_with(|| Value::from("agent"));
+    if let Some(Value::Object(env)) = method.remove("env") {
+        let list = env.into_iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect();
+        method.insert("env".into(), Value::Array(list));
+    }
+    serde_json::from_value(Value::Object(method)).ok()
 }
 
 /// A v1 `session/update`'s params, the update still to be read.

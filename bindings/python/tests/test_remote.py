@@ -138,16 +138,23 @@ def test_a_python_agent_serves_by_address() -> None:
     asyncio.run(python_agent_by_address())
 
 
+SECRET = "s3cret-s3cret-s3cret"
+
+
 async def refusals() -> None:
     # A public address without a token is refused before anything listens.
     with pytest.raises(AcpError.Config, match="without authentication"):
         await acp.listen(Echo(), "0.0.0.0:0")
+    # An empty or short token is refused: it cannot stand for authentication.
+    for weak in ("", "s3cret"):
+        with pytest.raises(AcpError.Config, match="too short"):
+            await acp.listen(Echo(), "0.0.0.0:0", token=weak)
     # With a token, clients must send it.
-    async with await acp.listen(Echo(), "127.0.0.1:0", token="s3cret") as listening:
+    async with await acp.listen(Echo(), "127.0.0.1:0", token=SECRET) as listening:
         for url in (listening.url.replace("http", "ws", 1), listening.url):
             with pytest.raises(AcpError.Disconnected, match="401"):
                 await acp.connect(url, token="wrong")
-        async with acp.connect(listening.url, token="s3cret") as client:
+        async with acp.connect(listening.url, token=SECRET) as client:
             await client.new_session("/tmp")
     # Nothing listens there any more.
     with pytest.raises(AcpError.Disconnected):

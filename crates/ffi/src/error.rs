@@ -163,6 +163,7 @@ impl From<acp_inject_remote::RemoteError> for AcpError {
         match e {
             acp_inject_remote::RemoteError::Unauthenticated { .. }
             | acp_inject_remote::RemoteError::Tls(_)
+            | acp_inject_remote::RemoteError::WeakToken(_)
             | acp_inject_remote::RemoteError::Limits(_) => AcpError::Config { detail: e.to_string() },
             other => AcpError::Disconnected { detail: other.to_string() },
         }

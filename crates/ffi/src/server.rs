@@ -220,12 +220,15 @@ impl AgentServer {
     /// (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
     /// serving goes on in the background until `shutdown`. Anything but a loopback address
     /// needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-    /// with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+    /// with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
     pub async fn listen(&self, addr: String, bearer_token: Option<String>, allowed_origins: Vec<String>) -> Result<String, FfiError> {
         let server = self.inner.clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let url = on_runtime(async move {
-            let auth = bearer_token.map(|t| Arc::new(acp_inject_remote::BearerToken::new(t)) as Arc<dyn acp_inject_remote::Authorize>);
+            let auth = match bearer_token {
+                Some(t) => Some(Arc::new(acp_inject_remote::BearerToken::new(t)?) as Arc<dyn acp_inject_remote::Authorize>),
+                None => None,
+            };
             let options = acp_inject_remote::ListenOptions { auth, allowed_origins, ..Default::default() };
             let listener = acp_inject_remote::listen(server, &addr, options).await?;
             let url = format!("http://{}/acp", listener.local_addr()?);

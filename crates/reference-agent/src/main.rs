@@ -266,9 +266,15 @@ fn main() -> std::process::ExitCode {
     };
     let auth = match &opts.token_env {
         Some(var) => match std::env::var(var) {
-            Ok(token) if !token.is_empty() => Some(Arc::new(BearerToken::new(token)) as Arc<dyn acp_inject_remote::Authorize>),
-            _ => {
-                eprintln!("acp-inject-agent: --token-env {var}: the environment variable is unset or empty");
+            Ok(token) => match BearerToken::new(token) {
+                Ok(token) => Some(Arc::new(token) as Arc<dyn acp_inject_remote::Authorize>),
+                Err(e) => {
+                    eprintln!("acp-inject-agent: --token-env {var}: {e}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            },
+            Err(_) => {
+                eprintln!("acp-inject-agent: --token-env {var}: the environment variable is unset");
                 return std::process::ExitCode::FAILURE;
             }
         },

@@ -17,7 +17,7 @@
 //! use acp_inject_transport::{AgentServer, ConnectOptions, ServeOptions};
 //! # async fn demo(runtime: Arc<dyn acp_inject_transport::AgentRuntime>) -> Result<(), Box<dyn std::error::Error>> {
 //! let agent = AgentServer::new(runtime, ServeOptions { config: Default::default(), store: None })?;
-//! let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("s3cret"))), ..Default::default() };
+//! let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("a-long-random-secret-token")?)), ..Default::default() };
 //! let listener = listen(agent, "0.0.0.0:8080", options).await?;
 //! tokio::spawn(listener.serve(std::future::pending()));
 //!
@@ -175,10 +175,26 @@ pub trait Authorize: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct BearerToken(String);
 
+/// The shortest bearer token a listener takes, in bytes: an empty or short one would leave the
+/// agent open to anyone who guesses it (an empty token once matched a request without any).
+pub const MIN_TOKEN_BYTES: usize = 16;
+
 impl BearerToken {
-    /// Accepts requests that carry this token.
-    pub fn new(token: impl Into<String>) -> BearerToken {
-        BearerToken(token.into())
+    /// Accepts requests that carry this token. Refused ([`RemoteError::WeakToken`]) when it is
+    /// shorter than [`MIN_TOKEN_BYTES`] (after trimming whitespace) or holds a character a
+    /// header cannot carry.
+    pub fn new(token: impl Into<String>) -> Result<BearerToken, RemoteError> {
+        let token = token.into();
+        if token.trim().len() < MIN_TOKEN_BYTES {
+            return Err(RemoteError::WeakToken(format!(
+                "a bearer token of {} bytes is too short: use at least {MIN_TOKEN_BYTES} (for example 32 random bytes, hex-encoded)",
+                token.trim().len()
+            )));
+        }
+        if token.bytes().any(|b| !(0x21..0x7f).contains(&b)) {
+            return Err(RemoteError::WeakToken("a bearer token is visible ASCII without spaces (it travels in a header)".into()));
+        }
+        Ok(BearerToken(token))
     }
 }
 
@@ -197,7 +213,8 @@ impl Authorize for BearerToken {
             .unwrap_or("");
         // Constant time in the token's length: every byte is compared whatever differs first.
         let (a, b) = (given.as_bytes(), self.0.as_bytes());
-        let differs = a.len() != b.len() || a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) != 0;
+        // `b` is never empty (`new`), so a missing header (`a` empty) never matches.
+        let differs = b.is_empty() || a.len() != b.len() || a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) != 0;
         if differs {
             Err("Unauthorized: a valid bearer token is required".into())
         } else {
@@ -270,4 +287,7 @@ pub enum RemoteError {
     /// The TLS certificate or key cannot be used.
     #[error("TLS: {0}")]
     Tls(String),
+    /// A bearer token too short, or with characters a header cannot carry.
+    #[error("refusing the bearer token: {0}")]
+    WeakToken(String),
 }

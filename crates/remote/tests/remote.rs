@@ -215,7 +215,12 @@ async fn a_public_address_without_authentication_is_refused() {
     let err = listen(server.clone(), "0.0.0.0:0", ListenOptions::default()).await.unwrap_err();
     assert!(matches!(err, RemoteError::Unauthenticated { .. }), "{err:?}");
     assert!(err.to_string().contains("without authentication"), "{err}");
-    let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("t"))), ..Default::default() };
+    // An empty or short token is refused, so it cannot stand for authentication.
+    for weak in ["", "t", "               x", "with a space in it, long enough"] {
+        let err = BearerToken::new(weak).map(drop).unwrap_err();
+        assert!(matches!(err, RemoteError::WeakToken(_)), "{weak:?}: {err:?}");
+    }
+    let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("0123456789abcdef").unwrap())), ..Default::default() };
     assert!(listen(server.clone(), "0.0.0.0:0", options).await.is_ok());
     // Limits it cannot run with are refused before anything listens.
     let limits = Limits { keepalive: Duration::ZERO, ..Default::default() };
@@ -223,9 +228,12 @@ async fn a_public_address_without_authentication_is_refused() {
     assert!(matches!(&err, RemoteError::Limits(why) if why.contains("keepalive")), "{err:?}");
 }
 
+/// A token long enough for a listener.
+const SECRET: &str = "s3cret-s3cret-s3cret";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bearer_token_is_required_when_set() {
-    let options = ListenOptions { auth: Some(Arc::new(BearerToken::new("s3cret"))), ..Default::default() };
+    let options = ListenOptions { auth: Some(Arc::new(BearerToken::new(SECRET).unwrap())), ..Default::default() };
     let (_server, addr) = agent(Arc::new(Gated::default()), options).await;
     let Err(err) = Endpoint::new("ftp://127.0.0.1:1/acp").connect(ConnectOptions::default()).await else { panic!("ftp accepted") };
     assert!(err.to_string().contains("unsupported URL scheme"), "{err}");
@@ -234,7 +242,7 @@ async fn a_bearer_token_is_required_when_set() {
         let refused = Endpoint::new(&url).bearer("wrong").connect(ConnectOptions::default()).await;
         let err = refused.err().unwrap_or_else(|| panic!("{scheme}: a wrong token connected"));
         assert!(err.to_string().contains("401"), "{scheme}: {err}");
-        let conn: Connection = Endpoint::new(&url).bearer("s3cret").connect(ConnectOptions::default()).await.unwrap();
+        let conn: Connection = Endpoint::new(&url).bearer(SECRET).connect(ConnectOptions::default()).await.unwrap();
         conn.new_session("/tmp", vec![], vec![]).await.unwrap();
         conn.close().await;
     }

@@ -23,14 +23,27 @@ use crate::route;
 use crate::{HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 
 /// Where an agent listens, and how to reach it: its URL and the headers every request
-/// carries (credentials, say).
-#[derive(Clone, Debug)]
+/// carries (credentials, say). Its `Debug` shows neither header values nor a password in the
+/// URL.
+#[derive(Clone)]
 pub struct Endpoint {
     url: String,
     headers: Vec<(String, String)>,
     max_message_bytes: usize,
     /// Roots trusted beyond the webpki ones (PEM), for `wss://` and `https://`.
     roots: Vec<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<String> = self.headers.iter().map(|(name, _)| format!("{name}: <redacted>")).collect();
+        f.debug_struct("Endpoint")
+            .field("url", &crate::redacted_url(&self.url))
+            .field("headers", &headers)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("roots", &self.roots.len())
+            .finish()
+    }
 }
 
 /// The size of the in-memory pipe from the client connection to the network.
@@ -148,8 +161,11 @@ impl Endpoint {
     async fn open_websocket(
         &self,
     ) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>, TransportError> {
-        let mut request =
-            self.url.as_str().into_client_request().map_err(|e| TransportError::Io(format!("bad URL {}: {e}", self.url)))?;
+        let mut request = self
+            .url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| TransportError::Io(format!("bad URL {}: {e}", crate::redacted_url(&self.url))))?;
         for (name, value) in &self.headers {
             let (Ok(name), Ok(value)) = (
                 tokio_tungstenite::tungstenite::http::HeaderName::from_bytes(name.as_bytes()),
@@ -168,10 +184,11 @@ impl Endpoint {
                 use tokio_tungstenite::tungstenite::Error;
                 match e {
                     Error::Http(response) => {
-                        let body = response.body().as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+                        let body = response.body().as_deref().unwrap_or_default();
+                        let body = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY_BYTES)]).into_owned();
                         TransportError::Handshake(format!("the agent refused the WebSocket: {} {}", response.status(), body.trim()))
                     }
-                    other => TransportError::Io(format!("cannot connect to {}: {other}", self.url)),
+                    other => TransportError::Io(format!("cannot connect to {}: {other}", crate::redacted_url(&self.url))),
                 }
             })?;
         Ok(socket)
@@ -305,6 +322,14 @@ struct Routes {
 /// default), before the network is taken as gone.
 const SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// A reqwest error's text without the URL it carries (which may hold a secret).
+fn redacted_error(e: &reqwest::Error) -> String {
+    match e.url() {
+        Some(url) => e.to_string().replace(url.as_str(), &crate::redacted_url(url.as_str())),
+        None => e.to_string(),
+    }
+}
+
 /// Error bodies are read up to this many bytes (they are diagnostics).
 const ERROR_BODY_BYTES: usize = 8 * 1024;
 
@@ -396,7 +421,7 @@ impl HttpBridge {
                 lock(&self.routes).waiting.insert(id.clone(), session.clone());
             }
         }
-        let response = request.send().await.map_err(|e| format!("cannot reach the agent: {e}"))?;
+        let response = request.send().await.map_err(|e| format!("cannot reach the agent: {}", redacted_error(&e)))?;
         if response.status().is_success() {
             return Ok(());
         }
@@ -435,7 +460,7 @@ impl HttpBridge {
             .body(line.to_owned())
             .send()
             .await
-            .map_err(|e| format!("cannot reach the agent at {}: {e}", self.endpoint.url))?;
+            .map_err(|e| format!("cannot reach the agent at {}: {}", crate::redacted_url(&self.endpoint.url), redacted_error(&e)))?;
         let status = response.status();
         let connection = response.headers().get(HEADER_CONNECTION_ID).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let cap = if status.is_success() { self.endpoint.max_message_bytes } else { ERROR_BODY_BYTES };
@@ -493,10 +518,10 @@ impl HttpBridge {
         if let Some(session) = &session {
             request = request.header(HEADER_SESSION_ID, session);
         }
-        let response = request.send().await.map_err(|e| format!("cannot open the agent's stream: {e}"))?;
+        let response = request.send().await.map_err(|e| format!("cannot open the agent's stream: {}", redacted_error(&e)))?;
         if !response.status().is_success() {
             let status = response.status();
-            let body = response.text().await.unwrap_or_default();
+            let body = capped_text(response, ERROR_BODY_BYTES).await;
             return Err(format!("the agent refused the stream: HTTP {status}: {}", body.trim()));
         }
         let this = Arc::clone(self);

@@ -223,6 +223,37 @@ impl Authorize for BearerToken {
     }
 }
 
+/// `url` for messages and logs: a password in its user info (`user:secret@`) and the values of
+/// query parameters that carry secrets (`password`, `token`, `key`, `secret`, …) replaced by
+/// `<redacted>`.
+pub fn redacted_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let base = match (base.find("://"), base.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user = base[scheme + 3..at].split(':').next().unwrap_or("");
+            let hidden = if base[scheme + 3..at].contains(':') { ":<redacted>" } else { "" };
+            format!("{}{user}{hidden}@{}", &base[..scheme + 3], &base[at + 1..])
+        }
+        _ => base.to_owned(),
+    };
+    let Some(query) = query else { return base };
+    let secret = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        ["pass", "token", "key", "secret", "auth", "credential", "signature"].iter().any(|s| name.contains(s))
+    };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if secret(name) => format!("{name}=<redacted>"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", pairs.join("&"))
+}
+
 /// A certificate chain and its private key, for a listener that serves TLS.
 #[derive(Clone)]
 pub struct TlsIdentity(std::sync::Arc<rustls::ServerConfig>);
@@ -290,4 +321,24 @@ pub enum RemoteError {
     /// A bearer token too short, or with characters a header cannot carry.
     #[error("refusing the bearer token: {0}")]
     WeakToken(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_in_messages_hide_secrets() {
+        assert_eq!(redacted_url("wss://agents.example/acp"), "wss://agents.example/acp");
+        assert_eq!(redacted_url("https://me:hunter2@agents.example/acp"), "https://me:<redacted>@agents.example/acp");
+        assert_eq!(redacted_url("https://me@agents.example/acp"), "https://me@agents.example/acp");
+        assert_eq!(
+            redacted_url("https://agents.example/acp?password=hunter2&team=a&api_key=k&Token=t"),
+            "https://agents.example/acp?password=<redacted>&team=a&api_key=<redacted>&Token=<redacted>"
+        );
+        let endpoint = crate::Endpoint::new("wss://me:hunter2@agents.example/acp?token=abc").bearer("0123456789abcdef-secret");
+        let shown = format!("{endpoint:?}");
+        assert!(!shown.contains("hunter2") && !shown.contains("abc") && !shown.contains("0123456789abcdef"), "{shown}");
+        assert!(shown.contains("Authorization: <redacted>"), "{shown}");
+    }
 }

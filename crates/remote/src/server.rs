@@ -86,9 +86,11 @@ pub async fn listen(agent: AgentServer, addr: &str, options: ListenOptions) -> R
         return Err(RemoteError::Unauthenticated { addr: addr.to_owned() });
     }
     let tcp = TcpListener::bind(&resolved[..]).await.map_err(bind_error)?;
+    let loopback_only = resolved.iter().all(|a| a.ip().is_loopback());
     let shared = Arc::new(Shared {
         agent,
         options,
+        loopback_only,
         conns: Mutex::new(HashMap::new()),
         live: AtomicUsize::new(0),
         stopping: CancellationToken::new(),
@@ -293,6 +295,9 @@ impl HttpConn {
 struct Shared {
     agent: AgentServer,
     options: ListenOptions,
+    /// Bound to loopback addresses only: requests must name a loopback host (`Host`), so a
+    /// web page cannot reach the agent through a DNS name it rebinds to 127.0.0.1.
+    loopback_only: bool,
     conns: Mutex<HashMap<String, Arc<HttpConn>>>,
     /// Live connections, HTTP and WebSocket.
     live: AtomicUsize,
@@ -357,19 +362,82 @@ fn json_rpc_error(status: StatusCode, error: &ErrorObject) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// Whether `host` (a `Host` header or an `:authority`, with or without a port) names this
+/// machine's loopback interface.
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, port)| if port.bytes().all(|b| b.is_ascii_digit()) { name } else { host }),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.to_ascii_lowercase().ends_with(".localhost")
+        || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The CORS headers of a response to an allowed origin: the origin itself (never `*`: requests
+/// carry credentials), and the ACP headers a page may read.
+fn allow_origin(response: &mut Response, origin: &str) {
+    if let Ok(value) = HeaderValue::from_str(origin) {
+        let h = response.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+        h.insert(header::VARY, HeaderValue::from_static("Origin"));
+        h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("Acp-Connection-Id, Acp-Session-Id"));
+    }
+}
+
 /// The one endpoint: checks that apply to every method, then the method's handler.
 async fn endpoint(
     State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    body: Body,
+) -> Response {
+    if shared.loopback_only {
+        // HTTP/1.1 names the host in `Host`, HTTP/2 in `:authority` (the URI's).
+        let host = header_str(&headers, header::HOST.as_str()).or_else(|| uri.authority().map(|a| a.as_str()));
+        if !host.is_some_and(loopback_host) {
+            return text(
+                StatusCode::MISDIRECTED_REQUEST,
+                "This agent listens on loopback: the Host must be localhost or a loopback address",
+            );
+        }
+    }
+    let origin = header_str(&headers, header::ORIGIN.as_str()).map(str::to_owned);
+    if let Some(origin) = &origin {
+        if !shared.options.allowed_origins.iter().any(|o| o == origin) {
+            return text(StatusCode::FORBIDDEN, "Origin not allowed");
+        }
+        // A browser's preflight carries no credentials: answered before authentication.
+        if method == Method::OPTIONS {
+            let mut response = StatusCode::NO_CONTENT.into_response();
+            allow_origin(&mut response, origin);
+            let h = response.headers_mut();
+            h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("GET, POST, DELETE"));
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                HeaderValue::from_static("Authorization, Content-Type, Accept, Acp-Connection-Id, Acp-Session-Id, Last-Event-ID"),
+            );
+            h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+            return response;
+        }
+    }
+    let mut response = authorized_endpoint(&shared, method, headers, ws, body).await;
+    if let Some(origin) = &origin {
+        allow_origin(&mut response, origin);
+    }
+    response
+}
+
+async fn authorized_endpoint(
+    shared: &Arc<Shared>,
     method: Method,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
     body: Body,
 ) -> Response {
-    if let Some(origin) = header_str(&headers, header::ORIGIN.as_str()) {
-        if !shared.options.allowed_origins.iter().any(|o| o == origin) {
-            return text(StatusCode::FORBIDDEN, "Origin not allowed");
-        }
-    }
+    let shared = Arc::clone(shared);
     if let Some(auth) = &shared.options.auth {
         if let Err(reason) = auth.authorize(&headers) {
             let mut response = text(StatusCode::UNAUTHORIZED, &reason);
@@ -646,6 +714,7 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSock
     keepalive.tick().await;
     let mut last_heard = Instant::now();
     let close = |code: u16, reason: &str| Message::Close(Some(CloseFrame { code, reason: close_reason(reason).into() }));
+    let mut peer_closed = false;
     let farewell = loop {
         tokio::select! {
             frame = frames.next() => {
@@ -659,8 +728,16 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSock
                     }
                     // The RFD: binary frames are ignored. Pings are answered by the socket.
                     Some(Ok(Message::Binary(_) | Message::Ping(_) | Message::Pong(_))) => {}
-                    Some(Ok(Message::Close(_))) | None => break None,
-                    Some(Err(_)) => break Some(close(1009, "message too large or malformed")),
+                    // The peer closed: its close is answered below (the closing handshake).
+                    Some(Ok(Message::Close(_))) => {
+                        peer_closed = true;
+                        break None;
+                    }
+                    None => break None,
+                    Some(Err(e)) => {
+                        let (code, why) = read_error_close(e);
+                        break Some(close(code, why));
+                    }
                 }
             }
             line = lines.next() => match line {
@@ -704,6 +781,11 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSock
             }
         }
     };
+    if peer_closed {
+        // The socket queued the answer to the peer's close; sending it completes the
+        // handshake (without it the peer sees 1006, an abnormal end).
+        let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+    }
     if let Some(frame) = farewell {
         // The closing handshake: send the close, then read until the peer's close (or a
         // second), so the peer reads the reason instead of a reset.
@@ -717,6 +799,20 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSock
             }
         })
         .await;
+    }
+}
+
+/// The close code and reason for a frame that could not be read (RFC 6455, 7.4.1): 1009 for a
+/// message over `max_message_bytes`, 1007 for text that is not UTF-8, 1002 for a protocol
+/// error, 1011 otherwise.
+fn read_error_close(e: axum::Error) -> (u16, &'static str) {
+    use tokio_tungstenite::tungstenite::Error;
+    let inner = e.into_inner();
+    match inner.downcast_ref::<Error>() {
+        Some(Error::Capacity(_)) => (1009, "message larger than max_message_bytes"),
+        Some(Error::Utf8(_)) => (1007, "a text message that is not UTF-8"),
+        Some(Error::Protocol(_)) => (1002, "a WebSocket protocol error"),
+        _ => (1011, "the connection failed"),
     }
 }
 

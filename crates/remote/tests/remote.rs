@@ -622,3 +622,84 @@ async fn a_host_that_lost_its_lease_tells_its_clients_why() {
     assert!(why.contains("lost the lease on session"), "{why}");
     assert!(server.stop_reason().is_some_and(|r| r.contains("another host")));
 }
+
+/// A loopback listener serves requests naming a loopback host only (a page on a rebound DNS
+/// name is refused), and answers a browser's CORS preflight from an allowed origin without
+/// credentials, with the ACP headers exposed on the real responses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loopback_host_check_and_cors_preflight() {
+    let options = ListenOptions {
+        allowed_origins: vec!["https://app.example".into()],
+        auth: Some(Arc::new(BearerToken::new(SECRET).unwrap())),
+        ..Default::default()
+    };
+    let (_server, addr) = agent(Arc::new(Gated::default()), options).await;
+    let url = format!("http://{addr}/acp");
+    let http = reqwest::Client::new();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"1"}}}"#;
+    let post = || http.post(&url).header("Content-Type", "application/json").bearer_auth(SECRET).body(init);
+    // DNS rebinding: the name resolved to 127.0.0.1, but the request names another host.
+    let rebound = post().header("Host", "attacker.example").send().await.unwrap();
+    assert_eq!(rebound.status().as_u16(), 421);
+    for host in [format!("localhost:{}", addr.port()), format!("127.0.0.1:{}", addr.port()), "[::1]".to_owned()] {
+        let ok = post().header("Host", &host).send().await.unwrap();
+        assert_eq!(ok.status().as_u16(), 200, "{host}");
+    }
+    // The preflight: no credentials, the allowed origin echoed, the methods and headers listed.
+    let preflight = http
+        .request(reqwest::Method::OPTIONS, &url)
+        .header("Origin", "https://app.example")
+        .header("Access-Control-Request-Method", "POST")
+        .header("Access-Control-Request-Headers", "authorization, content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status().as_u16(), 204);
+    let h = preflight.headers();
+    assert_eq!(h["access-control-allow-origin"], "https://app.example");
+    assert!(h["access-control-allow-methods"].to_str().unwrap().contains("POST"));
+    assert!(h["access-control-allow-headers"].to_str().unwrap().contains("Authorization"));
+    let other = http.request(reqwest::Method::OPTIONS, &url).header("Origin", "https://evil.example").send().await.unwrap();
+    assert_eq!(other.status().as_u16(), 403);
+    // The real request from the page carries the CORS headers, the connection id readable.
+    let answered = post().header("Origin", "https://app.example").send().await.unwrap();
+    assert_eq!(answered.status().as_u16(), 200);
+    assert_eq!(answered.headers()["access-control-allow-origin"], "https://app.example");
+    assert!(answered.headers()["access-control-expose-headers"].to_str().unwrap().contains("Acp-Connection-Id"));
+    // Without an Origin (a native client), no CORS headers.
+    assert!(post().send().await.unwrap().headers().get("access-control-allow-origin").is_none());
+}
+
+/// The WebSocket closing handshake completes when the client closes (1000 echoed, never an
+/// abnormal 1006), and a message over the limit is closed with 1009, a protocol error with
+/// 1002.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_close_codes_follow_rfc_6455() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::Message;
+    let limits = Limits { max_message_bytes: 1024, ..Default::default() };
+    let (_server, addr) = agent(Arc::new(Gated::default()), ListenOptions { limits, ..Default::default() }).await;
+    let url = format!("ws://{addr}/acp");
+    // The client closes: the server answers with its close.
+    let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    ws.send(Message::Close(Some(CloseFrame { code: CloseCode::Normal, reason: "bye".into() }))).await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("an answer to the close");
+    match answer {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(frame.code, CloseCode::Normal),
+        other => panic!("the close was not answered with a close frame: {other:?}"),
+    }
+    // Too large: 1009, with a reason.
+    let (mut ws, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    ws.send(Message::Text("x".repeat(4096).into())).await.unwrap();
+    let closed = loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a close") {
+            Some(Ok(Message::Close(frame))) => break frame,
+            Some(Ok(_)) => continue,
+            other => panic!("no close frame: {other:?}"),
+        }
+    };
+    let frame = closed.expect("a close frame with a code");
+    assert_eq!(u16::from(frame.code), 1009, "{frame:?}");
+}

@@ -18,17 +18,27 @@
 //!
 //! Every change is an append or a keyed update (no rewrite of a session), so its cost does not
 //! grow with the session's history. The README describes the tables, the durability contract,
-//! the migration policy, and how a multi-machine deployment would put a server database behind
-//! the same trait.
+//! the migration policy, and the PostgreSQL store several machines share.
+//!
+//! **One file, several processes.** [`SqliteStore::open`] (and [`open_agent`]) hold the file
+//! for one agent process alone, which keeps every live session in memory.
+//! [`SqliteStore::open_shared`] (and [`open`] with a path, the reference agent's `--store
+//! FILE`) shares it with the other agent processes on the same machine under the PostgreSQL
+//! store's rules: a session is served by one process at a time under a lease with a fencing
+//! epoch, and each process mints ids in a scope of its own; a process that died lets its
+//! sessions go at once (see [`shared`]).
+//! The file must be on a local disk of that one machine (SQLite's WAL needs shared memory).
 
 #![warn(missing_docs)]
 
 mod schema;
+pub mod shared;
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
 
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use shared::SqliteOptions;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -37,8 +47,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_inject_core::agent::{
-    Agent, AgentConfig, Change, Counters, Fate, HistoryEntry, LiveSession, LiveState, OpenError, Pending, PendingQueue, SessionPage,
-    SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
+    Acquired, Agent, AgentConfig, Change, Counters, Fate, HistoryEntry, LiveSession, LiveState, OpenError, Pending, PendingQueue,
+    SessionPage, SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
 };
 use acp_inject_core::wire::{ContentBlock, InjectMode, MessageId, SessionId, SessionUpdate};
 use rusqlite::types::Value;
@@ -47,14 +57,16 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 /// How long `open` waits for another process to release the database before it reports the
-/// store as in use.
+/// store as in use (a shared store waits longer once open: `shared::MIN_BUSY_WAIT`).
 const LOCK_WAIT: Duration = Duration::from_secs(1);
 
 /// A store in a SQLite database (or in memory, for tests). See the crate docs.
 ///
-/// The connection holds the database exclusively (`locking_mode=EXCLUSIVE`) for as long as
-/// the store lives: two agent processes on one store would each hold sessions in memory and
-/// overwrite each other, so a second `open` fails instead.
+/// Opened with [`SqliteStore::open`], the connection holds the database exclusively
+/// (`locking_mode=EXCLUSIVE`) for as long as the store lives: the agent keeps every live
+/// session in memory, so a second process on the file would overwrite it, and its `open`
+/// fails instead. Opened with [`SqliteStore::open_shared`], several agent processes on one
+/// machine share the file, each serving the sessions it holds a lease on.
 pub struct SqliteStore {
     conn: Connection,
     /// A transaction is open for the batch being handled.
@@ -68,6 +80,8 @@ pub struct SqliteStore {
     stats: StoreStats,
     /// The connection's `synchronous` level: FULL (true) or NORMAL (see [`SqliteStore::level_for`]).
     synced: bool,
+    /// Shared with other processes ([`SqliteStore::open_shared`]): leases, host name, scope.
+    shared: Option<Box<shared::Shared>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -77,6 +91,7 @@ impl std::fmt::Debug for SqliteStore {
             .field("batch_open", &self.batch_open)
             .field("failed", &self.failed)
             .field("remember_ids", &self.remember_ids)
+            .field("host", &self.shared.as_ref().map(|s| s.host.as_str()))
             .finish()
     }
 }
@@ -220,17 +235,54 @@ impl SqliteStore {
     /// snapshot of the earlier file store, a SQLite database of another application, or
     /// anything else that is not a store. A store held by another process is
     /// [`StoreError::Backend`].
+    ///
+    /// The store is this process's alone (see [`SqliteStore`]); an older store file is migrated
+    /// to this release's schema.
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref();
         schema::refuse_foreign_file(path)?;
         let conn = Connection::open(path).map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
-        SqliteStore::setup(conn, &path.display().to_string(), true)
+        SqliteStore::setup(conn, &path.display().to_string(), true, None)
+    }
+
+    /// Opens the store at `path` (created when missing) shared with the other agent processes
+    /// of this machine that open it so: each session is served by one process at a time,
+    /// under a lease (see [`SqliteOptions`] and the crate docs). Refused like
+    /// [`SqliteStore::open`], and also when a running process holds the host name
+    /// `options.host`, or holds the file alone.
+    ///
+    /// Besides the file it keeps a lock file per host name in `<path>-hosts/`: the OS drops a
+    /// process's lock when it dies, which tells the others its sessions are free.
+    pub fn open_shared(path: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
+        options.check()?;
+        schema::refuse_foreign_file(path)?;
+        // The name first: a process that holds a name is running, before it touches the file.
+        let (host, lock) = shared::take_host_name(path, &options)?;
+        let conn = Connection::open(path).map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
+        let state = shared::Shared {
+            host,
+            lease: options.lease,
+            dir: shared::lock_dir(path),
+            _lock: lock,
+            host_epoch: 0,
+            held: Default::default(),
+            touched: Default::default(),
+        };
+        let store = SqliteStore::setup(conn, &path.display().to_string(), true, Some(Box::new(state)))?;
+        Ok(store.with_remember_ids(options.remember_ids))
     }
 
     /// A store in memory (tests; nothing outlives it).
     pub fn open_in_memory() -> Result<SqliteStore, StoreError> {
         let conn = Connection::open_in_memory().map_err(db_error)?;
-        SqliteStore::setup(conn, "the in-memory store", false)
+        SqliteStore::setup(conn, "the in-memory store", false, None)
+    }
+
+    /// A shared store's host name: the scope of the ids it mints (`None` for a store this
+    /// process holds alone).
+    pub fn host(&self) -> Option<&str> {
+        self.shared.as_ref().map(|s| s.host.as_str())
     }
 
     /// How many revoked or delivered ids per live session [`Store::load`] gives back (and the
@@ -246,15 +298,22 @@ impl SqliteStore {
         self.stats.clone()
     }
 
-    fn setup(mut conn: Connection, name: &str, file: bool) -> Result<SqliteStore, StoreError> {
+    fn setup(mut conn: Connection, name: &str, file: bool, shared: Option<Box<shared::Shared>>) -> Result<SqliteStore, StoreError> {
+        let alone = shared.is_none();
         let in_use = |e: rusqlite::Error| match e.sqlite_error_code() {
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
-                StoreError::Backend(format!("{name} is in use by another process (a store serves one agent process at a time)"))
-            }
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) if alone => StoreError::Backend(format!(
+                "{name} is in use by another process (a store opened for one process alone is refused while any other \
+                 process has it open; agent processes that open it shared use it together)"
+            )),
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Backend(format!(
+                "{name} is in use by another process that holds it alone (opened for one process, not shared)"
+            )),
             _ => db_error(e),
         };
         conn.busy_timeout(LOCK_WAIT).map_err(db_error)?;
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(db_error)?;
+        if alone {
+            conn.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(db_error)?;
+        }
         if file {
             let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(in_use)?;
             if !mode.eq_ignore_ascii_case("wal") {
@@ -274,8 +333,9 @@ impl SqliteStore {
             false // let the commit proceed
         }))
         .map_err(db_error)?;
-        // A write transaction from the start: the schema check and creation are atomic, and
-        // the exclusive lock is taken now, so a second process is refused at open.
+        // A write transaction from the start: the schema check, creation and migration are
+        // atomic (and run once, whichever process opens the file first), and an exclusive
+        // store's lock is taken now, so a second process is refused at open.
         conn.execute_batch("BEGIN IMMEDIATE").map_err(in_use)?;
         if let Err(e) = schema::prepare(&conn, name) {
             // Best effort: closing the connection rolls back as well.
@@ -283,6 +343,11 @@ impl SqliteStore {
             return Err(e);
         }
         conn.execute_batch("COMMIT").map_err(db_error)?;
+        if let Some(s) = &shared {
+            // Open, a shared store's batches wait for the other processes' transactions up
+            // to the busy timeout.
+            conn.busy_timeout(s.lease.max(shared::MIN_BUSY_WAIT)).map_err(db_error)?;
+        }
         Ok(SqliteStore {
             conn,
             batch_open: false,
@@ -291,6 +356,7 @@ impl SqliteStore {
             remember_ids: DEFAULT_REMEMBER_IDS,
             stats,
             synced: true,
+            shared,
         })
     }
 
@@ -309,6 +375,8 @@ impl SqliteStore {
             if self.conn.is_autocommit() {
                 return Err(StoreError::Backend("SQLite rolled back the batch's transaction".into()));
             }
+            // A shared store commits the output part only while it holds what it wrote.
+            self.fence()?;
             self.conn.execute_batch("COMMIT").map_err(db_error)?;
             self.batch_open = false;
         }
@@ -337,6 +405,9 @@ impl SqliteStore {
         }
         self.batch_open = false;
         self.counters = None;
+        if let Some(shared) = self.shared.as_deref_mut() {
+            shared.touched.clear();
+        }
     }
 
     /// Runs a keyed update that must hit exactly one row: zero means the store no longer
@@ -376,23 +447,39 @@ impl SqliteStore {
         Ok(n)
     }
 
-    fn write_record(&self, r: &SessionRecord, created: bool) -> Result<(), StoreError> {
+    fn write_record(&mut self, r: &SessionRecord, created: bool) -> Result<(), StoreError> {
         let dirs = to_json("additional directory list", &r.additional_directories)?;
         let mcp = to_json("MCP server list", &r.mcp_servers)?;
         let ordinal = to_i64("session ordinal", r.ordinal)?;
-        let values = params![r.session_id.as_str(), ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed];
+        let values = params![r.session_id.as_str(), r.cwd, dirs, mcp, r.title, r.updated_at, r.closed];
         if created {
             let idle = to_json("turn", &Turn::Idle)?;
+            if self.shared.is_some() {
+                let values = [
+                    Value::Text(r.session_id.0.clone()),
+                    Value::Integer(ordinal),
+                    Value::Text(r.cwd.clone()),
+                    Value::Text(dirs),
+                    Value::Text(mcp),
+                    r.title.clone().map_or(Value::Null, Value::Text),
+                    r.updated_at.clone().map_or(Value::Null, Value::Text),
+                    Value::Integer(i64::from(r.closed)),
+                ];
+                return self.insert_held(values, idle);
+            }
+            // The ordinal orders `session/list`: past every stored one (sessions other
+            // processes created when the file was shared number from there), else the agent's.
             self.exec(
                 "INSERT INTO sessions (session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, \
-                 closed, turn) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 closed, turn) VALUES (?1, MAX(?2, COALESCE((SELECT MAX(ordinal) FROM sessions), 0) + 1), ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![r.session_id.as_str(), ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed, idle],
             )?;
             return Ok(());
         }
+        // The ordinal is the store's from the insert on.
         self.update_one(
-            "UPDATE sessions SET ordinal = ?2, cwd = ?3, additional_directories = ?4, mcp_servers = ?5, title = ?6, \
-             updated_at = ?7, closed = ?8 WHERE session_id = ?1",
+            "UPDATE sessions SET cwd = ?2, additional_directories = ?3, mcp_servers = ?4, title = ?5, \
+             updated_at = ?6, closed = ?7 WHERE session_id = ?1",
             values,
             || format!("session {:?} is not in the store", r.session_id),
         )?;
@@ -406,14 +493,28 @@ impl SqliteStore {
 
     fn apply(&mut self, change: Change<'_>) -> Result<(), StoreError> {
         self.begin()?;
+        if self.shared.is_some() {
+            match change {
+                Change::Counters { .. } | Change::SessionForgotten(_) => {}
+                Change::SessionCreated(r) | Change::SessionUpdated(r) => self.touch(&r.session_id),
+                Change::Turn { session, .. }
+                | Change::InjectAccepted { session, .. }
+                | Change::InjectReplaced { session, .. }
+                | Change::InjectRevoked { session, .. }
+                | Change::Delivered { session, .. }
+                | Change::InjectsDropped { session, .. }
+                | Change::History { session, .. } => self.touch(session),
+            }
+        }
         match change {
             Change::Counters { next_session, next_message, next_request } => {
                 self.counters = Some(Counters { next_session, next_message, next_request })
             }
             Change::SessionCreated(r) => self.write_record(r, true)?,
             Change::SessionUpdated(r) => self.write_record(r, false)?,
+            // History and inject rows go with it (ON DELETE CASCADE).
+            Change::SessionForgotten(id) if self.shared.is_some() => self.forget_shared(id)?,
             Change::SessionForgotten(id) => {
-                // History and inject rows go with it (ON DELETE CASCADE).
                 self.exec("DELETE FROM sessions WHERE session_id = ?1", [id.as_str()])?;
             }
             Change::Turn { session, turn } => {
@@ -476,6 +577,9 @@ impl SqliteStore {
         let Some(Counters { next_session, next_message, next_request }) = self.counters.take() else { return Ok(()) };
         let (s, m) = (to_i64("session counter", next_session)?, to_i64("message counter", next_message)?);
         let r = to_i64("request counter", next_request)?;
+        if self.shared.is_some() {
+            return self.write_host_counters(s, m, r);
+        }
         self.exec("UPDATE meta SET value = ?1 WHERE key = 'next_session'", [s])?;
         self.exec("UPDATE meta SET value = ?1 WHERE key = 'next_message'", [m])?;
         // Stores written before the request counter existed have no row for it.
@@ -559,7 +663,7 @@ impl Store for SqliteStore {
         if !self.batch_open {
             return Ok(());
         }
-        let result = self.write_counters().and_then(|()| {
+        let result = self.write_counters().and_then(|()| self.fence()).and_then(|()| {
             if self.conn.is_autocommit() {
                 return Err(StoreError::Backend("SQLite rolled back the batch's transaction".into()));
             }
@@ -612,7 +716,26 @@ impl Store for SqliteStore {
 
     /// The counters and every live (not closed) session with its record, turn and queue.
     /// Connections and attachments are not stored: a restarted process has none.
+    ///
+    /// A shared store registers this process under its host name (a new epoch for its row) and
+    /// returns its counters and no session: each is taken when a client resumes it here.
     fn load(&mut self) -> Result<Option<LiveState>, StoreError> {
+        if self.shared.is_some() {
+            let (s, m, r) = self.register_host()?;
+            let counters = Counters {
+                next_session: to_u64("session counter", s)?,
+                next_message: to_u64("message counter", m)?,
+                next_request: to_u64("request counter", r)?,
+            };
+            return Ok(Some(LiveState {
+                version: LIVE_STATE_VERSION,
+                counters,
+                sessions: Vec::new(),
+                connections: BTreeMap::new(),
+                requests: Vec::new(),
+                v1: BTreeMap::new(),
+            }));
+        }
         let counters = self.read_counters()?;
         let sql = format!("SELECT {RECORD_COLUMNS}, turn FROM sessions WHERE closed = 0 ORDER BY ordinal");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(db_error)?;
@@ -637,12 +760,41 @@ impl Store for SqliteStore {
             v1: BTreeMap::new(),
         }))
     }
+
+    fn id_scope(&self) -> Option<&str> {
+        self.host()
+    }
+
+    fn lease(&self) -> Option<Duration> {
+        self.shared.as_ref().map(|s| s.lease)
+    }
+
+    fn acquire(&mut self, session_id: &SessionId) -> Result<Acquired, StoreError> {
+        if self.shared.is_none() {
+            return Ok(Acquired::Unshared);
+        }
+        self.acquire_shared(session_id)
+    }
+
+    fn release(&mut self, session_id: &SessionId) {
+        if self.shared.is_some() {
+            self.release_shared(session_id);
+        }
+    }
+
+    fn renew(&mut self) -> Result<(), StoreError> {
+        if self.shared.is_none() {
+            return Ok(());
+        }
+        self.renew_shared()
+    }
 }
 
 /// Opens the store a location names: a `postgres://` (or `postgresql://`) URL is PostgreSQL
-/// (with the `postgres` feature), shared by several agent hosts; anything else is the path of a
-/// SQLite file (created when missing). The store remembers `remember_ids` revoked or delivered
-/// ids per session (the agent's `policy.remember_ids`).
+/// (with the `postgres` feature), shared by several agent hosts; anything else is a SQLite file
+/// (created when missing), shared by the agent processes of this machine that open it
+/// ([`SqliteStore::open_shared`]). The store remembers `remember_ids` revoked or delivered ids
+/// per session (the agent's `policy.remember_ids`).
 ///
 /// A PostgreSQL URL may carry this host's options as query parameters of its own, taken out
 /// before the URL reaches the database driver: `acp_host=NAME` (default: the machine's host
@@ -650,6 +802,20 @@ impl Store for SqliteStore {
 ///
 /// ```text
 /// postgres://agent@db.internal/acp?acp_host=web-1&acp_lease_ms=5000
+/// ```
+///
+/// A SQLite file is a plain path (default options), or a `sqlite:` location that carries them
+/// the same way: `acp_host=NAME` (default `<machine>.<n>`, the smallest `n` no running process
+/// on the file uses; see [`SqliteOptions::host`]), `acp_lease_ms=N` (default 10,000), and
+/// `acp_mode=exclusive` to hold the file for this process alone ([`SqliteStore::open`]: every
+/// live session loaded at start, any other process refused). Only the `sqlite:` form takes
+/// options; a plain path is a file name as it is.
+///
+/// ```text
+/// sessions.db
+/// sqlite:sessions.db?acp_lease_ms=2000
+/// sqlite:///var/lib/agent/sessions.db?acp_host=editor.main
+/// sqlite:sessions.db?acp_mode=exclusive
 /// ```
 ///
 /// The same text configures the reference agent (`--store`) and the Python and Kotlin agent
@@ -665,7 +831,12 @@ pub fn open(location: &str, remember_ids: u64) -> Result<Box<dyn Store>, StoreEr
         #[cfg(not(feature = "postgres"))]
         return Err(StoreError::Backend("this build has no PostgreSQL store (the `postgres` feature of acp-inject-store)".into()));
     }
-    Ok(Box::new(SqliteStore::open(location)?.with_remember_ids(remember_ids)))
+    match shared::SqliteLocation::parse(location)? {
+        shared::SqliteLocation::Shared(path, options) => {
+            Ok(Box::new(SqliteStore::open_shared(path, options.remember_ids(remember_ids))?))
+        }
+        shared::SqliteLocation::Exclusive(path) => Ok(Box::new(SqliteStore::open(path)?.with_remember_ids(remember_ids))),
+    }
 }
 
 /// A store location as messages show it: a URL without its password.
@@ -679,8 +850,8 @@ pub fn shown(location: &str) -> String {
     }
 }
 
-/// An agent on the SQLite store at `path` (created when missing), continuing from what it
-/// holds. The store remembers as many revoked or delivered ids per session as the agent's
+/// An agent on the SQLite store at `path` (created when missing), held by this process alone
+/// ([`SqliteStore::open`]), continuing from what it holds. The store remembers as many revoked or delivered ids per session as the agent's
 /// `policy.remember_ids`.
 pub fn open_agent(path: impl AsRef<Path>, config: AgentConfig) -> Result<Agent, OpenError> {
     config.check()?;

@@ -13,14 +13,14 @@ use rusqlite::{Connection, OptionalExtension};
 
 use crate::db_error;
 
-/// The schema this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema this build writes and reads (and the newest it opens; older ones are migrated).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// `PRAGMA application_id` of an acp-inject store ("ACPI").
 pub const APPLICATION_ID: i32 = 0x4143_5049;
 
-/// Schema version 1. `STRICT` tables, so a value of the wrong type is an error, not a silent
-/// conversion.
+/// Schema version 1, the first; a new file starts from it and takes every migration after it.
+/// `STRICT` tables, so a value of the wrong type is an error, not a silent conversion.
 const SCHEMA_V1: &str = "
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
@@ -70,6 +70,30 @@ CREATE TABLE injects (
 ) STRICT;
 CREATE INDEX injects_by_settled ON injects (session_id, settled);
 ";
+
+/// Version 1 to 2: a store several processes on one machine share. Each session row carries
+/// its lease; each process (a host) has a row with its epoch and its id counters.
+const V1_TO_V2: &str = "
+-- The process serving the session (NULL: nobody), the fencing token (one more at every
+-- take-over), and when the lease runs out (milliseconds since the Unix epoch).
+ALTER TABLE sessions ADD COLUMN holder TEXT;
+ALTER TABLE sessions ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN expires_at INTEGER;
+
+-- One row per host name: its epoch (grows each time a process opens the store under the
+-- name; counter writes are fenced by it) and the counters its ids are minted from. A store
+-- one process holds alone keeps its counters in `meta`.
+CREATE TABLE hosts (
+    host         TEXT PRIMARY KEY,
+    epoch        INTEGER NOT NULL,
+    next_session INTEGER NOT NULL DEFAULT 1,
+    next_message INTEGER NOT NULL DEFAULT 1,
+    next_request INTEGER NOT NULL DEFAULT 1
+) STRICT, WITHOUT ROWID;
+";
+
+/// `MIGRATIONS[i]` takes a store from version `i + 1` to `i + 2`.
+const MIGRATIONS: [&str; 1] = [V1_TO_V2];
 
 /// The first bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
@@ -139,8 +163,8 @@ fn json_snapshot_message(path: &Path, version: Option<u64>) -> String {
     )
 }
 
-/// Creates the schema in an empty database, or checks (and would migrate) an existing one.
-/// Runs inside the caller's write transaction.
+/// Creates the schema in an empty database, or checks and migrates an existing one. Runs
+/// inside the caller's write transaction, so a failed migration leaves the file as it was.
 pub(crate) fn prepare(conn: &Connection, name: &str) -> Result<(), StoreError> {
     let app_id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(db_error)?;
     let objects: i64 =
@@ -148,12 +172,9 @@ pub(crate) fn prepare(conn: &Connection, name: &str) -> Result<(), StoreError> {
     if app_id == 0 && objects == 0 {
         conn.execute_batch(SCHEMA_V1).map_err(db_error)?;
         conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(db_error)?;
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('next_session', 1), ('next_message', 1)",
-            [SCHEMA_VERSION],
-        )
-        .map_err(db_error)?;
-        return Ok(());
+        conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', 1), ('next_session', 1), ('next_message', 1)", [])
+            .map_err(db_error)?;
+        return migrate(conn, name, 1);
     }
     if app_id != APPLICATION_ID {
         return Err(StoreError::Corrupt(format!(
@@ -171,11 +192,24 @@ pub(crate) fn prepare(conn: &Connection, name: &str) -> Result<(), StoreError> {
             "{name} was written by a newer release (store schema version {v}; this build reads version {SCHEMA_VERSION}); \
              open it with that release or a later one"
         ))),
-        // Migrations from older versions go here, one step per version, inside this
-        // transaction. Version 1 is the first SQLite schema: nothing older exists.
+        Some(v) if v >= 1 => migrate(conn, name, v),
         Some(v) => Err(StoreError::Corrupt(format!(
             "{name} has store schema version {v}, which no release wrote (this build reads version {SCHEMA_VERSION})"
         ))),
         None => Err(StoreError::Corrupt(format!("{name}: the acp-inject store has no schema version"))),
     }
+}
+
+/// Runs the migrations from version `from` to [`SCHEMA_VERSION`], one step per version.
+fn migrate(conn: &Connection, name: &str, from: i64) -> Result<(), StoreError> {
+    for version in from..SCHEMA_VERSION {
+        let step = usize::try_from(version - 1)
+            .ok()
+            .and_then(|i| MIGRATIONS.get(i))
+            .ok_or_else(|| StoreError::Corrupt(format!("{name}: no migration from store schema version {version}")))?;
+        conn.execute_batch(step)
+            .map_err(|e| StoreError::Corrupt(format!("{name}: migrating from store schema version {version} failed: {e}")))?;
+        conn.execute("UPDATE meta SET value = ?1 WHERE key = 'schema_version'", [version + 1]).map_err(db_error)?;
+    }
+    Ok(())
 }

@@ -47,7 +47,10 @@ struct Options {
     /// What a steer does mid model stream (advertised as the only value).
     #[arg(long = "steer-in-stream", value_enum, default_value_t = InStream::Finish)]
     steer_in_stream: InStream,
-    /// Keep sessions in a store, so they outlive the process: a SQLite file's path, or a
+    /// Keep sessions in a store, so they outlive the process: a SQLite file's path, which the
+    /// agent processes of this machine share (each serves the sessions it holds a lease on;
+    /// `sqlite:PATH?acp_host=NAME&acp_lease_ms=N` names this process and sets its lease,
+    /// default 10000 ms; `sqlite:PATH?acp_mode=exclusive` holds the file alone), or a
     /// PostgreSQL URL shared by several agent hosts
     /// (`postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N`; each host its own NAME,
     /// default the machine's host name; lease default 10000 ms).

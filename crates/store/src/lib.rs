@@ -269,7 +269,8 @@ impl SqliteStore {
             held: Default::default(),
             touched: Default::default(),
         };
-        let store = SqliteStore::setup(conn, &path.display().to_string(), true, Some(Box::new(state)))?;
+        let mut store = SqliteStore::setup(conn, &path.display().to_string(), true, Some(Box::new(state)))?;
+        store.register_host()?;
         Ok(store.with_remember_ids(options.remember_ids))
     }
 
@@ -306,7 +307,8 @@ impl SqliteStore {
                  process has it open; agent processes that open it shared use it together)"
             )),
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Backend(format!(
-                "{name} is in use by another process that holds it alone (opened for one process, not shared)"
+                "{name} is in use by another process that holds it alone (opened for one process, not shared), \
+                 or whose transaction did not end within {LOCK_WAIT:?}"
             )),
             _ => db_error(e),
         };
@@ -717,11 +719,11 @@ impl Store for SqliteStore {
     /// The counters and every live (not closed) session with its record, turn and queue.
     /// Connections and attachments are not stored: a restarted process has none.
     ///
-    /// A shared store registers this process under its host name (a new epoch for its row) and
-    /// returns its counters and no session: each is taken when a client resumes it here.
+    /// A shared store returns this process's counters (its host name's) and no session: each
+    /// is taken when a client resumes it here.
     fn load(&mut self) -> Result<Option<LiveState>, StoreError> {
         if self.shared.is_some() {
-            let (s, m, r) = self.register_host()?;
+            let (s, m, r) = self.host_counters()?;
             let counters = Counters {
                 next_session: to_u64("session counter", s)?,
                 next_message: to_u64("message counter", m)?,

@@ -379,20 +379,36 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Registers this process under its host name (a new epoch for its row) and returns its
-    /// counters.
-    pub(crate) fn register_host(&mut self) -> Result<(i64, i64, i64), StoreError> {
+    /// Registers this process under its host name: a new epoch for its row, so a process that
+    /// opened the store under the name before can no longer write its counters.
+    pub(crate) fn register_host(&mut self) -> Result<(), StoreError> {
         let host = self.shared_ref().host.clone();
-        let (epoch, s, m, r): (i64, i64, i64, i64) = self
+        let epoch: i64 = self
             .conn
             .prepare_cached(
-                "INSERT INTO hosts (host, epoch) VALUES (?1, 1) ON CONFLICT (host) DO UPDATE SET epoch = epoch + 1 \
-                 RETURNING epoch, next_session, next_message, next_request",
+                "INSERT INTO hosts (host, epoch) VALUES (?1, 1) ON CONFLICT (host) DO UPDATE SET epoch = epoch + 1 RETURNING epoch",
             )
-            .and_then(|mut s| s.query_row([&host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))))
+            .and_then(|mut s| s.query_row([&host], |r| r.get(0)))
             .map_err(db_error)?;
         self.shared_mut().host_epoch = epoch;
-        Ok((s, m, r))
+        Ok(())
+    }
+
+    /// This process's id counters (its `hosts` row).
+    pub(crate) fn host_counters(&self) -> Result<(i64, i64, i64), StoreError> {
+        let shared = self.shared_ref();
+        self.conn
+            .prepare_cached("SELECT next_session, next_message, next_request FROM hosts WHERE host = ?1 AND epoch = ?2")
+            .and_then(|mut s| {
+                s.query_row(params![shared.host, shared.host_epoch], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()
+            })
+            .map_err(db_error)?
+            .ok_or_else(|| {
+                StoreError::Backend(format!(
+                    "another process opened the store as host {:?}; this one must stop (give each process its own name)",
+                    shared.host
+                ))
+            })
     }
 
     /// Inserts a session created here, leased to this process.

@@ -3,8 +3,10 @@
 //!
 //! - `accept`: inject accepts per second, each drained alone (one commit, one WAL fsync each)
 //!   and 100 per drain (one commit per 100), on `MemoryStore`, on `SqliteStore` in memory (the
-//!   store's CPU cost), on `SqliteStore` on a file (durable) and, when `ACP_INJECT_POSTGRES_URL`
-//!   names a server, on `PgStore` (durable: PostgreSQL commits with its WAL flushed).
+//!   store's CPU cost), on `SqliteStore` on a file (durable; held by one process, and shared:
+//!   `sqlite-shared`, which also checks and renews the session's lease in every commit) and,
+//!   when `ACP_INJECT_POSTGRES_URL` names a server, on `PgStore` (durable: PostgreSQL commits
+//!   with its WAL flushed).
 //! - `history`: the cost of one operation (an accept, a history append) on a session with 10
 //!   and with 10,000 history entries. It should be flat: every change is an append or a keyed
 //!   update.
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 use acp_inject_core::agent::{Agent, AgentConfig, MemoryStore, Output, RuntimeEvent, Store};
 use acp_inject_core::wire::SessionUpdate;
 use acp_inject_store::postgres::{PgOptions, PgStore};
-use acp_inject_store::SqliteStore;
+use acp_inject_store::{SqliteOptions, SqliteStore};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use serde_json::json;
 
@@ -84,6 +86,8 @@ enum Backend {
     Memory,
     /// `SqliteStore` on a file: WAL, one fsync per commit.
     Sqlite,
+    /// `SqliteStore` on a file shared with other processes (none here): the same, with leases.
+    SqliteShared,
     /// `SqliteStore` in memory: the store's own CPU cost, without the file and the fsync.
     SqliteInMemory,
     /// `PgStore` on a fresh database of the server `ACP_INJECT_POSTGRES_URL` names.
@@ -112,6 +116,7 @@ impl Backend {
         match self {
             Backend::Memory => "memory",
             Backend::Sqlite => "sqlite",
+            Backend::SqliteShared => "sqlite-shared",
             Backend::SqliteInMemory => "sqlite-in-memory",
             Backend::Postgres => "postgres",
         }
@@ -124,6 +129,11 @@ impl Backend {
             Backend::Sqlite => {
                 let dir = bench_dir();
                 let store = SqliteStore::open(dir.path().join("agent.sqlite3")).unwrap();
+                (running_agent(Box::new(store)), Some(dir))
+            }
+            Backend::SqliteShared => {
+                let dir = bench_dir();
+                let store = SqliteStore::open_shared(dir.path().join("agent.sqlite3"), SqliteOptions::default()).unwrap();
                 (running_agent(Box::new(store)), Some(dir))
             }
             Backend::SqliteInMemory => (running_agent(Box::new(SqliteStore::open_in_memory().unwrap())), None),
@@ -140,7 +150,8 @@ fn accept(c: &mut Criterion) {
     g.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
     for batch in [1u64, 100] {
         g.throughput(Throughput::Elements(batch));
-        for backend in backends(&[Backend::Memory, Backend::SqliteInMemory, Backend::Sqlite, Backend::Postgres]) {
+        for backend in backends(&[Backend::Memory, Backend::SqliteInMemory, Backend::Sqlite, Backend::SqliteShared, Backend::Postgres])
+        {
             let id = BenchmarkId::new(backend.name(), format!("{batch}-per-drain"));
             // A fresh agent per sample, so the pending queue does not grow across samples.
             g.bench_function(id, |b| {
@@ -164,7 +175,7 @@ fn accept(c: &mut Criterion) {
 fn history(c: &mut Criterion) {
     let mut g = c.benchmark_group("history");
     g.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5));
-    for backend in backends(&[Backend::SqliteInMemory, Backend::Sqlite, Backend::Postgres]) {
+    for backend in backends(&[Backend::SqliteInMemory, Backend::Sqlite, Backend::SqliteShared, Backend::Postgres]) {
         for entries in [10usize, 10_000] {
             let (r, _dir) = backend.agent();
             let Running { agent: mut a, session, inject } = r;

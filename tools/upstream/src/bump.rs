@@ -1,29 +1,174 @@
-//! `cargo xtask upstream bump VERSION`: fetches the official TypeScript SDK package of that
-//! version through npm (`npm pack`, into the cache), replaces the vendored schemas with the
-//! ones it carries, and reports what changed between the two releases, per language.
+//! `cargo xtask upstream bump [--npm @agentclientprotocol/sdk@VERSION | --crate
+//! agent-client-protocol-schema@VERSION | VERSION] [--dir DIR]`: replaces the vendored schemas
+//! with those of a release of either upstream authority, and reports what changed, per language.
 //!
-//! xtask then regenerates every language and runs the differ against the new unstable v2
-//! schema. A bump to the version already vendored changes nothing.
+//! - `--npm`: the official TypeScript SDK's npm package, fetched with `npm pack` into the cache;
+//!   its files are vendored byte for byte ([`crate::npm`]). A bare `VERSION` is the same (the
+//!   command's first form, kept).
+//! - `--crate`: the official Rust schema crate; the files are generated from its types in a
+//!   throwaway project in the cache, as upstream generates its published schema
+//!   ([`crate::schema_crate`]).
+//! - Neither: the newest release of each is looked up (`npm view`, `cargo info`), both are
+//!   fetched, and the newer schema wins ([`choose`]: by the content of the v2 draft, which this
+//!   toolkit builds on), with the reason printed.
+//!
+//! `--dir DIR` writes the copy into DIR instead of `spec/upstream/` (to try a release without
+//! touching the repository's copy). xtask then regenerates every language (unless `--dir`
+//! names another folder) and runs the differ against the new unstable v2 schema. A bump to the
+//! release already vendored changes nothing.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use heck::{ToLowerCamelCase, ToShoutySnakeCase, ToSnakeCase, ToUpperCamelCase};
 use serde_json::Value;
 
 use crate::diff::{compare, Allowlist, Difference};
-use crate::vendored::{Manifest, Vendored, FILES, PACKAGE};
-use crate::Error;
+use crate::vendored::{Authority, Manifest, Source, Vendored, FILES};
+use crate::{npm, schema_crate, Error};
+
+/// `cargo xtask upstream bump`'s arguments.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Args {
+    /// A release of the npm package: the same as `--npm @agentclientprotocol/sdk@VERSION`
+    #[arg(value_name = "VERSION", conflicts_with_all = ["npm", "krate"])]
+    pub version: Option<String>,
+    /// Vendor the schemas a release of the official TypeScript SDK's npm package carries
+    /// (fetched with npm pack into the cache)
+    #[arg(long, value_name = "@agentclientprotocol/sdk@VERSION", conflicts_with = "krate")]
+    pub npm: Option<String>,
+    /// Generate the schemas from a release of the official Rust schema crate (built in a
+    /// throwaway project in the cache), as upstream generates its published ones
+    #[arg(long = "crate", value_name = "agent-client-protocol-schema@VERSION")]
+    pub krate: Option<String>,
+    /// Write the copy into DIR instead of spec/upstream/ (then nothing is regenerated; the differ
+    /// still runs against DIR/v2/schema.unstable.json)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+impl Args {
+    /// The release asked for; `None` when none is: then the newer of both authorities' newest
+    /// ([`newest`]).
+    pub fn source(&self) -> Result<Option<Source>, Error> {
+        match (&self.version, &self.npm, &self.krate) {
+            (None, None, None) => Ok(None),
+            (Some(spec), None, None) | (None, Some(spec), None) => Source::parse(Authority::Npm, spec).map(Some),
+            (None, None, Some(spec)) => Source::parse(Authority::Crate, spec).map(Some),
+            _ => Err(Error::Invalid("name one release: --npm, --crate or a bare VERSION".into())),
+        }
+    }
+}
+
+/// A release fetched (npm) or generated (crate), not written yet.
+#[derive(Debug)]
+pub struct Fetched {
+    pub manifest: Manifest,
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// How the files were made, for the report (a crate's features and root per file).
+    pub notes: Vec<String>,
+}
+
+/// Fetches (npm) or generates (crate) one release; `cache` holds the tarballs and the
+/// generator's projects.
+pub fn fetch(cache: &Path, source: &Source) -> Result<Fetched, Error> {
+    match source.authority {
+        Authority::Npm => {
+            let packed = npm::fetch(cache, &source.version)?;
+            let manifest = Manifest::npm(&source.version, &packed.integrity, &packed.files);
+            Ok(Fetched { manifest, files: packed.files, notes: Vec::new() })
+        }
+        Authority::Crate => {
+            let generated = schema_crate::generate(cache, &source.version)?;
+            let g = &generated.generation;
+            let lock =
+                if g.upstream_lock { "dependencies as the crate's own Cargo.lock names them" } else { "dependencies resolved now" };
+            let mut notes = vec![format!("generated from {source}: checksum {}, schemars {}, {lock}", generated.checksum, g.schemars)];
+            for (file, root) in &generated.roots {
+                let features = g.features.get(file).filter(|f| !f.is_empty()).map(|f| f.join(", ")).unwrap_or_else(|| "none".into());
+                notes.push(format!("  {file:<24} features: {features:<34} root: {}", root.join(", ")));
+            }
+            let manifest = Manifest::krate(&source.version, &generated.checksum, generated.generation, &generated.files);
+            Ok(Fetched { manifest, files: generated.files, notes })
+        }
+    }
+}
+
+/// Which release a bump without a flag vendors, and why.
+#[derive(Debug)]
+pub struct Choice {
+    pub fetched: Fetched,
+    pub why: String,
+}
+
+/// The newest release of each authority (`npm view`, `cargo info`), both fetched, and the
+/// newer one ([`choose`]).
+pub fn newest(cache: &Path) -> Result<Choice, Error> {
+    let npm = Source::npm(&npm::latest()?);
+    let krate = Source::krate(&schema_crate::latest(cache)?);
+    eprintln!("newest releases: {npm} and {krate}");
+    let npm = fetch(cache, &npm)?;
+    let krate = fetch(cache, &krate)?;
+    choose(npm, krate)
+}
+
+/// The file "newer" is decided on: the v2 draft, which this toolkit's schema is assembled from.
+pub const DECIDING_FILE: &str = "v2/schema.unstable.json";
+
+/// Picks the newer of an npm release and a crate release by their v2 drafts, compared with the
+/// differ (methods, definitions, members, types, values, markers):
+///
+/// - no difference: the npm release (its files are upstream's published bytes);
+/// - one has everything the other has, and more: that one;
+/// - each has something the other lacks (or a member differs): the crate. The npm package's
+///   schemas are cut from a release of the upstream repository that publishes the crate, so
+///   they diverge when the crate moved on since; `--npm` vendors the package anyway.
+pub fn choose(npm: Fetched, krate: Fetched) -> Result<Choice, Error> {
+    let draft = |f: &Fetched| json(f.files.get(DECIDING_FILE).map(Vec::as_slice).unwrap_or_default(), DECIDING_FILE);
+    let report = compare(&draft(&npm)?, &draft(&krate)?, &Allowlist::default()).map_err(Error::Invalid)?;
+    let (n, k) = (npm.manifest.source.clone(), krate.manifest.source.clone());
+    let keys =
+        |change: &str| -> Vec<&str> { report.differences.iter().filter(|d| d.change == change).map(|d| d.key.as_str()).collect() };
+    let (only_npm, only_crate, differ) = (keys("only-ours"), keys("only-upstream"), keys("differs"));
+    let some = |keys: &[&str]| {
+        let shown: Vec<&str> = keys.iter().take(4).copied().collect();
+        format!("{}{}", shown.join(", "), if keys.len() > shown.len() { ", …" } else { "" })
+    };
+    let (winner, why) = if report.differences.is_empty() {
+        (npm, format!("the {DECIDING_FILE} of {n} and of {k} do not differ: the npm release is vendored, as published"))
+    } else if only_npm.is_empty() && differ.is_empty() {
+        (krate, format!("the {DECIDING_FILE} of {k} has everything {n}'s has, and {} more ({})", only_crate.len(), some(&only_crate)))
+    } else if only_crate.is_empty() && differ.is_empty() {
+        (npm, format!("the {DECIDING_FILE} of {n} has everything {k}'s has, and {} more ({})", only_npm.len(), some(&only_npm)))
+    } else {
+        let mut parts = Vec::new();
+        for (what, keys) in
+            [("only the crate's has", &only_crate), ("only the npm package's has", &only_npm), ("both have, differently", &differ)]
+        {
+            if !keys.is_empty() {
+                parts.push(format!("{} {what} ({})", keys.len(), some(keys)));
+            }
+        }
+        let why = format!(
+            "the {DECIDING_FILE} of {n} and of {k} diverge: {}. The npm package's schemas are cut from a release of the \
+             upstream repository that publishes the crate, so the crate is taken as the newer; say --npm to vendor the \
+             package instead",
+            parts.join("; ")
+        );
+        (krate, why)
+    };
+    Ok(Choice { fetched: winner, why })
+}
 
 /// What a bump did.
 #[derive(Debug)]
 pub struct Bumped {
-    /// The version vendored before (`None` when nothing was).
-    pub from: Option<String>,
-    /// The version vendored now.
-    pub to: String,
+    /// The release vendored before (`None` when nothing was).
+    pub from: Option<Source>,
+    /// The release vendored now.
+    pub to: Source,
+    /// How the new files were made.
+    pub notes: Vec<String>,
     /// The files whose bytes changed.
     pub written: Vec<PathBuf>,
     /// The upstream changes between the two releases, per vendored file.
@@ -33,7 +178,18 @@ pub struct Bumped {
 impl Bumped {
     /// The report for people: per file, each change and how each language will spell it.
     pub fn render(&self) -> String {
-        let mut out = format!("{PACKAGE}: {} -> {}\n", self.from.as_deref().unwrap_or("(nothing vendored)"), self.to);
+        let mut out = match &self.from {
+            // The same authority: `@agentclientprotocol/sdk: 2.2.0 -> 2.4.0`.
+            Some(from) if from.authority == self.to.authority => {
+                format!("{}: {} -> {}\n", self.to.authority.name(), from.version, self.to.version)
+            }
+            Some(from) => format!("{from} -> {}\n", self.to),
+            None => format!("{}: (nothing vendored) -> {}\n", self.to.authority.name(), self.to.version),
+        };
+        for note in &self.notes {
+            out.push_str(note);
+            out.push('\n');
+        }
         if self.written.is_empty() {
             out.push_str("the vendored schemas are already this release's: nothing changed\n");
             return out;
@@ -44,7 +200,12 @@ impl Bumped {
         for (file, changes) in &self.changes {
             let shown: Vec<&Difference> = changes.iter().filter(|d| d.category != "marker").collect();
             if shown.is_empty() {
-                out.push_str(&format!("\n{file}: only decoding markers (x-deserialize-*) changed\n"));
+                let what = if changes.is_empty() {
+                    "only the text changed (no difference the differ sees)"
+                } else {
+                    "only decoding markers (x-deserialize-*) changed"
+                };
+                out.push_str(&format!("\n{file}: {what}\n"));
                 continue;
             }
             out.push_str(&format!("\n{file}: {} change(s)\n", shown.len()));
@@ -59,15 +220,12 @@ impl Bumped {
     }
 }
 
-/// Fetches `version`, replaces the vendored copy under `root`, and compares it with what was
-/// there. `cache` holds the downloaded tarballs.
-pub fn bump(root: &Path, cache: &Path, version: &str) -> Result<Bumped, Error> {
-    let vendored = Vendored::at(root);
+/// Replaces the copy in `dir` with a fetched release, and compares it with what was there.
+pub fn bump(dir: &Path, fetched: Fetched) -> Result<Bumped, Error> {
+    let vendored = Vendored::in_dir(dir);
     let before = vendored.manifest()?;
     let old = vendored.files()?;
-    let (tarball, integrity) = npm_pack(cache, version)?;
-    let files = schemas_in(&tarball, version)?;
-    let manifest = Manifest::new(version, &integrity, &files);
+    let Fetched { manifest, files, notes } = fetched;
     let written = vendored.write(&manifest, &files)?;
     let mut changes = BTreeMap::new();
     for file in FILES {
@@ -79,79 +237,11 @@ pub fn bump(root: &Path, cache: &Path, version: &str) -> Result<Bumped, Error> {
         let report = compare(&a, &b, &Allowlist::default()).map_err(Error::Invalid)?;
         changes.insert(file.to_owned(), report.differences);
     }
-    Ok(Bumped { from: before.map(|m| m.version), to: version.to_owned(), written, changes })
+    Ok(Bumped { from: before.map(|m| m.source), to: manifest.source, notes, written, changes })
 }
 
 fn json(bytes: &[u8], file: &str) -> Result<Value, Error> {
     serde_json::from_slice(bytes).map_err(|e| Error::Invalid(format!("{file} is not JSON: {e}")))
-}
-
-/// `npm pack PACKAGE@VERSION` into `<cache>/upstream`: the tarball's path and its integrity.
-fn npm_pack(cache: &Path, version: &str) -> Result<(PathBuf, String), Error> {
-    if version.is_empty() || !version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+')) {
-        return Err(Error::Invalid(format!("{version:?} is not a version (say e.g. 2.4.0)")));
-    }
-    let dir = cache.join("upstream");
-    std::fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
-    let spec = format!("{PACKAGE}@{version}");
-    eprintln!("$ npm pack --json --pack-destination {} {spec}", dir.display());
-    let out = Command::new("npm")
-        .args(["pack", "--json", "--pack-destination"])
-        .arg(&dir)
-        .arg(&spec)
-        .output()
-        .map_err(|e| Error::Command(format!("cannot run npm (needed to fetch {spec}): {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Command(format!(
-            "npm pack {spec} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    let packed: Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Command(format!("npm pack printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))))?;
-    let first = packed.get(0).ok_or_else(|| Error::Command("npm pack reported no package".into()))?;
-    let field = |k: &str| first.get(k).and_then(Value::as_str).map(str::to_owned);
-    let filename = field("filename").ok_or_else(|| Error::Command("npm pack did not name its tarball".into()))?;
-    let integrity = field("integrity").ok_or_else(|| Error::Command("npm pack reported no integrity".into()))?;
-    if field("version").as_deref() != Some(version) {
-        return Err(Error::Invalid(format!("npm pack fetched version {:?}, not {version}", field("version"))));
-    }
-    // npm names scoped tarballs `agentclientprotocol-sdk-2.4.0.tgz`.
-    let name = Path::new(&filename).file_name().map(PathBuf::from).unwrap_or_else(|| PathBuf::from(&filename));
-    Ok((dir.join(name), integrity))
-}
-
-/// The vendored files out of a package tarball, checking it is the version asked for.
-fn schemas_in(tarball: &Path, version: &str) -> Result<BTreeMap<String, Vec<u8>>, Error> {
-    let file = std::fs::File::open(tarball).map_err(Error::io(tarball))?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    let mut found = BTreeMap::new();
-    let mut package_version = None;
-    let entries = archive.entries().map_err(Error::io(tarball))?;
-    for entry in entries {
-        let mut entry = entry.map_err(Error::io(tarball))?;
-        let path = entry.path().map_err(Error::io(tarball))?.to_string_lossy().into_owned();
-        let wanted = path.strip_prefix("package/schema/").filter(|f| FILES.contains(f)).map(str::to_owned);
-        if wanted.is_none() && path != "package/package.json" {
-            continue;
-        }
-        let mut bytes = Vec::new();
-        entry.read_to_end(&mut bytes).map_err(Error::io(tarball))?;
-        match wanted {
-            Some(f) => {
-                found.insert(f, bytes);
-            }
-            None => package_version = json(&bytes, "package.json")?.get("version").and_then(Value::as_str).map(str::to_owned),
-        }
-    }
-    if package_version.as_deref() != Some(version) {
-        return Err(Error::Invalid(format!("{} holds version {package_version:?}, not {version}", tarball.display())));
-    }
-    if let Some(missing) = FILES.iter().find(|f| !found.contains_key(**f)) {
-        return Err(Error::Invalid(format!("{} has no package/schema/{missing}", tarball.display())));
-    }
-    Ok(found)
 }
 
 /// One change between two upstream releases, for people.
@@ -213,5 +303,115 @@ fn per_language(d: &Difference) -> Option<String> {
             ))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vendored::{Generation, CRATE, PACKAGE};
+    use clap::Parser;
+    use serde_json::json;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(args: &[&str]) -> Result<Option<Source>, String> {
+        let cli = Cli::try_parse_from(std::iter::once("bump").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        cli.args.source().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_arguments_name_one_release_of_one_authority_or_none() {
+        assert_eq!(parse(&["--npm", "@agentclientprotocol/sdk@2.4.0"]), Ok(Some(Source::npm("2.4.0"))));
+        assert_eq!(parse(&["--crate", "agent-client-protocol-schema@1.20.0"]), Ok(Some(Source::krate("1.20.0"))));
+        assert_eq!(parse(&["--crate=1.20.0"]), Ok(Some(Source::krate("1.20.0"))));
+        // The first form of the command: a bare version is the npm package's.
+        assert_eq!(parse(&["2.4.0"]), Ok(Some(Source::npm("2.4.0"))));
+        assert_eq!(parse(&[]), Ok(None));
+        for conflicting in [
+            &["--npm", "2.4.0", "--crate", "1.20.0"][..],
+            &["2.4.0", "--crate", "agent-client-protocol-schema@1.20.0"],
+            &["2.4.0", "--npm", "@agentclientprotocol/sdk@2.4.0"],
+        ] {
+            let err = parse(conflicting).unwrap_err();
+            assert!(err.contains("cannot be used with"), "{conflicting:?}: {err}");
+        }
+        assert!(parse(&["--crate", "@agentclientprotocol/sdk@2.4.0"])
+            .unwrap_err()
+            .contains("is not a release of agent-client-protocol-schema"));
+        assert!(parse(&["agent-client-protocol-schema@1.20.0"]).unwrap_err().contains("is not a release of @agentclientprotocol/sdk"));
+        let cli = Cli::try_parse_from(["bump", "--crate", "1.20.0", "--dir", "/tmp/x"]).unwrap();
+        assert_eq!(cli.args.dir, Some(PathBuf::from("/tmp/x")));
+    }
+
+    /// A small v2 draft (the differ's fixture) with extra definitions.
+    fn draft(extra: &[&str]) -> Vec<u8> {
+        let text = std::fs::read_to_string(crate::repo_root().join("tools/upstream/tests/fixtures/upstream-diff-upstream-same.json"))
+            .unwrap();
+        let mut schema: Value = serde_json::from_str(&text).unwrap();
+        for name in extra {
+            schema["$defs"][*name] = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        }
+        serde_json::to_vec_pretty(&schema).unwrap()
+    }
+
+    fn fetched(source: Source, extra: &[&str]) -> Fetched {
+        let files: BTreeMap<String, Vec<u8>> = FILES.iter().map(|f| (f.to_string(), draft(extra))).collect();
+        let manifest = match source.authority {
+            Authority::Npm => Manifest::npm(&source.version, "sha512-x", &files),
+            Authority::Crate => {
+                let generation = Generation { schemars: "1.2.3".into(), upstream_lock: false, features: BTreeMap::new() };
+                Manifest::krate(&source.version, "abc", generation, &files)
+            }
+        };
+        Fetched { manifest, files, notes: vec![] }
+    }
+
+    fn chosen(npm: &[&str], krate: &[&str]) -> (Authority, String) {
+        let choice = choose(fetched(Source::npm("2.4.0"), npm), fetched(Source::krate("1.20.0"), krate)).unwrap();
+        (choice.fetched.manifest.source.authority, choice.why)
+    }
+
+    #[test]
+    fn the_newer_schema_is_the_one_whose_v2_draft_has_more() {
+        let (who, why) = chosen(&[], &[]);
+        assert_eq!(who, Authority::Npm, "{why}");
+        assert!(why.contains("do not differ"), "{why}");
+        let (who, why) = chosen(&[], &["Added"]);
+        assert_eq!(who, Authority::Crate, "{why}");
+        assert!(
+            why.contains("has everything @agentclientprotocol/sdk@2.4.0 (npm)'s has, and 1 more (definition:def:Added)")
+                || why.contains("1 more"),
+            "{why}"
+        );
+        let (who, why) = chosen(&["Added"], &[]);
+        assert_eq!(who, Authority::Npm, "{why}");
+        let (who, why) = chosen(&["OnlyNpm"], &["OnlyCrate"]);
+        assert_eq!(who, Authority::Crate, "{why}");
+        assert!(why.contains("diverge") && why.contains("say --npm"), "{why}");
+    }
+
+    #[test]
+    fn a_bump_writes_the_release_and_reports_across_authorities() {
+        let dir = std::env::temp_dir().join(format!("acp-upstream-bump-{}", std::process::id()));
+        let first = bump(&dir, fetched(Source::npm("2.4.0"), &[])).unwrap();
+        assert_eq!((first.from.as_ref(), first.written.len()), (None, FILES.len() + 1));
+        assert!(first.render().starts_with(&format!("{PACKAGE}: (nothing vendored) -> 2.4.0\n")), "{}", first.render());
+        let again = bump(&dir, fetched(Source::npm("2.4.0"), &[])).unwrap();
+        assert!(again.written.is_empty());
+        assert!(again.render().ends_with("nothing changed\n"), "{}", again.render());
+        let mut krate = fetched(Source::krate("1.20.0"), &["Added"]);
+        krate.notes.push("generated from here".into());
+        let moved = bump(&dir, krate).unwrap();
+        let text = moved.render();
+        assert!(text.starts_with(&format!("{PACKAGE}@2.4.0 (npm) -> {CRATE}@1.20.0 (crates.io)\ngenerated from here\n")), "{text}");
+        assert!(text.contains("definition added    Added: object"), "{text}");
+        assert_eq!(Vendored::in_dir(&dir).manifest().unwrap().unwrap().source, Source::krate("1.20.0"));
+        assert!(Vendored::in_dir(&dir).verify().unwrap().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

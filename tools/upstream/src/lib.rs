@@ -3,11 +3,15 @@
 //!
 //! - [`diff`]: `cargo xtask upstream-diff PATH`, every difference between our canonical schema
 //!   and an upstream one, minus the intended ones (`spec/upstream-allowlist.json`);
-//! - [`vendored`]: the copy of the upstream schemas under `spec/upstream/`, exactly as a
-//!   published release of the official TypeScript SDK package carries them, with the version
-//!   and a checksum of every file (`spec/upstream/manifest.json`);
-//! - [`bump`]: `cargo xtask upstream bump VERSION`, which fetches that package through npm,
-//!   replaces the vendored copy and reports what changed, per language.
+//! - [`vendored`]: the copy of the upstream schemas under `spec/upstream/`, from one of two
+//!   upstream authorities, with the release and a checksum of every file
+//!   (`spec/upstream/manifest.json`);
+//! - [`bump`]: `cargo xtask upstream bump`, which replaces the vendored copy with a release of
+//!   either authority and reports what changed, per language:
+//!   - [`npm`]: the official TypeScript SDK's npm package, whose releases carry the schemas
+//!     (fetched with `npm pack`);
+//!   - [`schema_crate`]: the official Rust schema crate, from whose types upstream generates
+//!     them (generated here the same way, in a throwaway project in the cache).
 //!
 //! Both schema readings go through the codegen model (`acp_inject_codegen::model`).
 
@@ -15,6 +19,8 @@ use std::path::PathBuf;
 
 pub mod bump;
 pub mod diff;
+pub mod npm;
+pub mod schema_crate;
 pub mod vendored;
 
 /// The repository's root, found from where the tools run (see `acp_inject_tool_support::root`).
@@ -33,7 +39,7 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
-    /// A command (npm) could not run or failed.
+    /// A command (npm, cargo) could not run or failed.
     #[error("{0}")]
     Command(String),
     /// The package, a schema or the manifest is not what it should be.

@@ -390,7 +390,14 @@ impl SqliteStore {
     /// Opens the batch's transaction at its first change.
     fn begin(&mut self) -> Result<(), StoreError> {
         if !self.batch_open {
-            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_error)?;
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| match &self.shared {
+                Some(shared) if shared::is_busy(&e) => StoreError::Backend(format!(
+                    "another process held the store's write lock longer than {:?} (paused or stuck while it \
+                     committed); nothing of this batch was written",
+                    shared.lease.max(shared::MIN_BUSY_WAIT)
+                )),
+                _ => db_error(e),
+            })?;
             self.batch_open = true;
         } else if self.conn.is_autocommit() {
             // SQLite rolls a transaction back by itself on some errors (I/O, full disk); the

@@ -35,7 +35,13 @@
 //!
 //! **Transactions.** WAL without exclusive locking (every process reads while one writes), one
 //! `BEGIN IMMEDIATE` transaction per batch, and a busy timeout (the longer of 5 s and the
-//! lease) while another process commits.
+//! lease) while another process commits; a take-over waits a quarter lease (at least 1 s) and
+//! then answers that the session is held. The limit: a process paused while it holds the write
+//! lock (in a batch, mostly in its commit's fsync) blocks every other process's writes until it
+//! runs again; a killed one never does (the OS drops its locks).
+//!
+//! **One machine.** The file must be on a local disk of the machine every process sharing it
+//! runs on: SQLite's WAL index is shared memory, and the host locks are the OS's.
 //!
 //! [`Store::acquire`]: acp_inject_core::agent::Store::acquire
 //! [`Store::renew`]: acp_inject_core::agent::Store::renew
@@ -473,12 +479,19 @@ impl SqliteStore {
                 return Err(e);
             }
         } else {
-            match self.conn.execute_batch("BEGIN IMMEDIATE") {
-                Ok(()) => self.batch_open = true,
-                // Another process's transaction held the file past the busy timeout (it is
-                // stuck, or paused mid-batch): like a lease, ask again later.
+            // A take-over waits for the write lock a quarter lease (at least a second), not the
+            // whole busy timeout: the client is told to ask again instead of the host freezing.
+            let lease = self.shared_ref().lease;
+            let patience = (lease / 4).max(Duration::from_secs(1)).min(lease.max(MIN_BUSY_WAIT));
+            let begun = self.conn.busy_timeout(patience).and_then(|()| self.conn.execute_batch("BEGIN IMMEDIATE"));
+            self.batch_open = begun.is_ok();
+            let restored = self.conn.busy_timeout(lease.max(MIN_BUSY_WAIT));
+            match begun.and(restored) {
+                Ok(()) => {}
+                // Another process's transaction held the file past that (it is stuck, or paused
+                // mid-batch): like a lease, ask again later.
                 Err(e) if is_busy(&e) => {
-                    let wait = u64::try_from(self.shared_ref().lease.as_millis() / 4).unwrap_or(u64::MAX);
+                    let wait = u64::try_from(patience.as_millis()).unwrap_or(u64::MAX);
                     return Ok(match self.lease_row(session)? {
                         None => Acquired::Taken(None),
                         Some((holder, _, expires_at)) => {

@@ -391,3 +391,24 @@ fn host_names_locations_and_their_errors() {
     let err = acp_inject_store::open(&format!("sqlite:{}?acp_lease=5", path.display()), DEFAULT_REMEMBER_IDS).map(drop).unwrap_err();
     assert!(err.to_string().contains("acp_lease_ms"), "{err}");
 }
+
+#[test]
+fn a_take_over_blocked_by_a_stalled_transaction_answers_busy_instead_of_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.sqlite3");
+    let mut a = host(&path, "a", 400);
+    let session = new_session(&mut a, 1);
+    drop(a);
+    let mut b = host(&path, "b", 400);
+    // Another process stalled in the middle of a transaction holds the file's write lock.
+    let mut stalled = rusqlite::Connection::open(&path).unwrap();
+    let tx = stalled.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).unwrap();
+    let asked = Instant::now();
+    let out = resume(&mut b, 1, &session);
+    assert_eq!(answer(&out)["error"]["code"], SESSION_HELD_ELSEWHERE, "{out:?}");
+    assert!(asked.elapsed() < Duration::from_secs(4), "bounded by a quarter lease (at least 1 s): {:?}", asked.elapsed());
+    // The host is fine, and once the stalled transaction is gone it takes the session.
+    tx.rollback().unwrap();
+    let out = resume(&mut b, 2, &session);
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+}

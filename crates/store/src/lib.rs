@@ -26,8 +26,8 @@
 //! FILE`) shares it with the other agent processes on the same machine under the PostgreSQL
 //! store's rules: a session is served by one process at a time under a lease with a fencing
 //! epoch, and each process mints ids in a scope of its own; a process that died lets its
-//! sessions go at once (see [`shared`]).
-//! The file must be on a local disk of that one machine (SQLite's WAL needs shared memory).
+//! sessions go at once (see [`shared`]). The file must be on a local disk of that one machine
+//! (SQLite's WAL needs shared memory).
 
 #![warn(missing_docs)]
 
@@ -106,7 +106,8 @@ pub struct StoreStats {
 impl StoreStats {
     /// Commits on this store's connection, counted by SQLite's commit hook (so a statement
     /// run outside a batch's transaction would count too): one per non-empty batch, plus one
-    /// when the store was opened.
+    /// when the store was opened (two when shared: the host name is registered), and, shared,
+    /// one per lease renewal between batches.
     pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
     }

@@ -165,7 +165,7 @@ impl Lifecycle {
         matches!(self, Lifecycle::HeldPrompt | Lifecycle::HeldMessage { .. })
     }
 
-    /// Still to be delivered: held, sending or pending (what [`SessionMirror::pending`] lists).
+    /// Still to be delivered: held, sending or pending (what [`SessionMirror::pending`](super::SessionMirror::pending) lists).
     pub fn is_open(&self) -> bool {
         matches!(self.status(), ItemStatus::Sending | ItemStatus::Pending)
     }

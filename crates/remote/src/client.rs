@@ -471,7 +471,7 @@ impl HttpBridge {
         let connection = connection.ok_or("the agent's initialize answer has no Acp-Connection-Id")?;
         lock(&self.routes).connection = Some(connection);
         // The connection's stream first, so nothing the agent sends next is missed.
-        self.open_stream(None).await?;
+        self.open_stream(None, None).await?;
         if let Some(line) = as_line(&body) {
             self.app.line(line).await;
         }
@@ -486,7 +486,7 @@ impl HttpBridge {
         let session = session.to_owned();
         Box::pin(async move {
             let opening = Arc::clone(lock(&this.routes).streams.entry(session.clone()).or_default());
-            let opened = opening.get_or_init(|| this.open_stream(Some(session.clone()))).await.clone();
+            let opened = opening.get_or_init(|| this.open_stream(Some(session.clone()), None)).await.clone();
             if opened.is_err() {
                 this.forget_stream(&session, &opening, "");
             }
@@ -512,60 +512,34 @@ impl HttpBridge {
     }
 
     /// Opens an SSE stream (the connection's, or a session's) and forwards its events until it
-    /// ends. Returns once the agent accepted the `GET`.
-    async fn open_stream(self: &Arc<Self>, session: Option<String>) -> Result<(), String> {
-        let mut request = self.request(reqwest::Method::GET).header(reqwest::header::ACCEPT, "text/event-stream");
-        if let Some(session) = &session {
-            request = request.header(HEADER_SESSION_ID, session);
-        }
-        let response = request.send().await.map_err(|e| format!("cannot open the agent's stream: {}", redacted_error(&e)))?;
-        if !response.status().is_success() {
-            let status = response.status();
-            let body = capped_text(response, ERROR_BODY_BYTES).await;
-            return Err(format!("the agent refused the stream: HTTP {status}: {}", body.trim()));
-        }
+    /// ends. Returns once the agent accepted the `GET`. `last` is the `Last-Event-ID` to
+    /// resume from (a stream that died), sent when known.
+    async fn open_stream(self: &Arc<Self>, session: Option<String>, last: Option<String>) -> Result<(), String> {
+        let response = self.get_stream(session.as_deref(), last.as_deref()).await.map_err(|(_, why)| why)?;
         let this = Arc::clone(self);
         let opening = session.as_ref().and_then(|s| lock(&self.routes).streams.get(s).cloned());
         tokio::spawn(async move {
-            let mut body = response.bytes_stream();
-            let mut events = crate::sse::Parser::new(this.endpoint.max_message_bytes);
-            let mut ready = std::collections::VecDeque::new();
-            let why: String = 'stream: loop {
-                let data = match ready.pop_front() {
-                    Some(data) => data,
-                    None => {
-                        let chunk = tokio::select! {
-                            c = tokio::time::timeout(SILENCE, body.next()) => c,
-                            () = this.closing.cancelled() => return,
-                        };
-                        match chunk {
-                            Ok(Some(Ok(chunk))) => match events.push(&chunk, &mut ready) {
-                                Ok(()) => continue,
-                                Err(_) => break 'stream "an event over max_message_bytes".into(),
-                            },
-                            Ok(Some(Err(e))) => break 'stream format!("the stream failed: {e}"),
-                            Ok(None) => break 'stream "the agent's stream ended".into(),
-                            Err(_) => break 'stream format!("no word from the agent for {} s", SILENCE.as_secs()),
-                        }
-                    }
-                };
-                let Some(line) = as_line(&data) else { continue };
-                let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
-                if let (Some(session), true) = (&session, envelope.is_request()) {
-                    if let Some(id) = &envelope.id {
-                        lock(&this.routes).agent_requests.insert(id.clone(), session.clone());
-                    }
-                }
-                if envelope.is_response() {
-                    if let Some(id) = &envelope.id {
-                        lock(&this.routes).waiting.remove(id);
-                    }
-                }
-                if let Some(new_session) = &envelope.result_session {
-                    let _ = this.open_session_stream(new_session).await;
-                }
-                if !this.app.line(line).await {
+            let mut response = response;
+            let mut last = last;
+            let why = loop {
+                let (why, resumable) = this.forward(response, session.as_deref(), &mut last).await;
+                if this.closing.is_cancelled() {
                     return;
+                }
+                if !resumable {
+                    break why;
+                }
+                // The stream died under a live connection (a network cut, a relay that gave
+                // up): open it again from the last event read, so nothing the agent sent meanwhile
+                // is lost. An agent that no longer keeps those events says so (410): the
+                // connection ends, telling the app to resume the session.
+                match this.reopen(session.as_deref(), last.as_deref()).await {
+                    Ok(again) => response = again,
+                    Err((Some(410), refused)) => {
+                        this.app.end(format!("{why}; reopening it: {refused}")).await;
+                        return;
+                    }
+                    Err((_, refused)) => break format!("{why}; reopening it: {refused}"),
                 }
             };
             match (&session, &opening) {
@@ -582,6 +556,101 @@ impl HttpBridge {
             }
         });
         Ok(())
+    }
+
+    /// `GET` of a stream; `Err` carries the HTTP status, when there was one.
+    async fn get_stream(&self, session: Option<&str>, last: Option<&str>) -> Result<reqwest::Response, (Option<u16>, String)> {
+        let mut request = self.request(reqwest::Method::GET).header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(session) = session {
+            request = request.header(HEADER_SESSION_ID, session);
+        }
+        if let Some(last) = last {
+            request = request.header("Last-Event-ID", last);
+        }
+        let response = request.send().await.map_err(|e| (None, format!("cannot open the agent's stream: {}", redacted_error(&e))))?;
+        if !response.status().is_success() {
+            let status = response.status();
+            let body = capped_text(response, ERROR_BODY_BYTES).await;
+            return Err((Some(status.as_u16()), format!("the agent refused the stream: HTTP {status}: {}", body.trim())));
+        }
+        Ok(response)
+    }
+
+    /// Opens a stream again from `last`, a few times over about two seconds.
+    async fn reopen(&self, session: Option<&str>, last: Option<&str>) -> Result<reqwest::Response, (Option<u16>, String)> {
+        let mut failed = (None, String::new());
+        for wait in [50u64, 250, 700, 1500] {
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_millis(wait)) => {}
+                () = self.closing.cancelled() => return Err((None, "the connection is closing".into())),
+            }
+            match self.get_stream(session, last).await {
+                Ok(response) => return Ok(response),
+                // Refusals that a retry will not change.
+                Err((Some(status), why)) if status != 503 && status != 429 => return Err((Some(status), why)),
+                Err(e) => failed = e,
+            }
+        }
+        Err(failed)
+    }
+
+    /// Forwards a stream's events to the client connection until it ends, keeping the last
+    /// event id read; says why it ended, and whether reopening it may resume it (the stream
+    /// itself failed, the connection did not).
+    async fn forward(
+        self: &Arc<Self>,
+        response: reqwest::Response,
+        session: Option<&str>,
+        last: &mut Option<String>,
+    ) -> (String, bool) {
+        let mut body = response.bytes_stream();
+        let mut events = crate::sse::Parser::new(self.endpoint.max_message_bytes);
+        let mut ready = std::collections::VecDeque::new();
+        loop {
+            let (id, data) = match ready.pop_front() {
+                Some(event) => event,
+                None => {
+                    let chunk = tokio::select! {
+                        c = tokio::time::timeout(SILENCE, body.next()) => c,
+                        () = self.closing.cancelled() => return ("the connection is closing".into(), false),
+                    };
+                    match chunk {
+                        Ok(Some(Ok(chunk))) => match events.push(&chunk, &mut ready) {
+                            Ok(()) => continue,
+                            Err(_) => return ("an event over max_message_bytes".into(), false),
+                        },
+                        Ok(Some(Err(e))) => return (format!("the stream failed: {e}"), true),
+                        Ok(None) => return ("the agent's stream ended".into(), true),
+                        Err(_) => return (format!("no word from the agent for {} s", SILENCE.as_secs()), true),
+                    }
+                }
+            };
+            let Some(line) = as_line(&data) else {
+                *last = id.or(last.take());
+                continue;
+            };
+            let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
+            if let (Some(session), true) = (session, envelope.is_request()) {
+                if let Some(id) = &envelope.id {
+                    lock(&self.routes).agent_requests.insert(id.clone(), session.to_owned());
+                }
+            }
+            if envelope.is_response() {
+                if let Some(id) = &envelope.id {
+                    lock(&self.routes).waiting.remove(id);
+                }
+            }
+            if let Some(new_session) = &envelope.result_session {
+                let _ = self.open_session_stream(new_session).await;
+            }
+            if !self.app.line(line).await {
+                return ("the client connection is gone".into(), false);
+            }
+            // Read: a reopen starts after it.
+            if id.is_some() {
+                *last = id;
+            }
+        }
     }
 }
 

@@ -51,19 +51,33 @@
 //!   1024 bytes without escapes nor an integer), 401 (the [`Authorize`] hook refused; with
 //!   `WWW-Authenticate: Bearer`), 403 (an `Origin` not allowed), 404 (unknown connection),
 //!   405, 406 (`Accept` without `text/event-stream`), 408 (a body slower than
-//!   `idle_timeout`), 409 (a stream that already has a receiver; a session the agent does not
+//!   `idle_timeout`), 409 (a session the agent does not
 //!   have, or one more than `max_sessions_per_connection`: the RFD says 404 for an unknown
 //!   session, but the official TypeScript client takes any status but 409 on a session's
 //!   stream as the whole connection's failure), 413 (a message over `max_message_bytes`), 415
 //!   (`Content-Type` not `application/json`), 429 (more than 4,096 requests waiting for their
-//!   answers), 503 (more connections than `max_connections`, or the agent stopped).
+//!   answers), 503 (more connections than `max_connections`, or the agent stopped), 421 (a
+//!   loopback listener asked for another host), 410 (a `Last-Event-ID` older than the kept
+//!   window, below).
+//! - **Resumable streams (an extension; the RFD leaves this to a later phase).** Every SSE
+//!   event carries an `id:`, ascending per stream. A stream keeps the events it wrote, up to
+//!   [`Limits::replay_window_bytes`], so a `GET` with `Last-Event-ID: N` (the HTML standard's
+//!   reconnection header) sends every event after `N` again before the new ones: a line that
+//!   a dying stream had taken is not lost. Past the window the `GET` is answered 410 (resume
+//!   the session with replay instead); an id the stream never sent is 400. A new `GET` for a
+//!   stream takes it over from the one before (which ends), rather than being refused: behind
+//!   a relay that stopped forwarding, the agent may believe a dead stream is still open. This
+//!   crate's client reopens a stream that died under a live connection by itself, from the
+//!   last event it read; clients without `Last-Event-ID` get the stream from where the last
+//!   one stopped writing, as before.
 //! - **Keepalive:** an SSE comment, or a WebSocket ping, every [`Limits::keepalive`]. A
 //!   WebSocket silent for [`Limits::idle_timeout`] is closed (1001); an HTTP connection with
 //!   no open stream and no request for that long is ended.
 //! - **Slow clients:** what waits for a client is counted; past
 //!   [`Limits::max_buffered_bytes`] the connection is ended (WebSocket close 1008) rather than
 //!   buffered further. Its sessions are not affected: the client resumes them.
-//! - **Reconnection** is the client's: a dropped connection ends the `Connection`
+//! - **Reconnection** is the client's: a dropped stream is reopened (above), a dropped
+//!   connection ends the `Connection`
 //!   (`TransportError::Closed`); connect again and
 //!   resume each session with replay. A dropped connection does not cancel its turns.
 //! - **Cookies** are kept for the connection's life on Streamable HTTP (the RFD requires it);
@@ -94,7 +108,7 @@ pub mod fuzzing {
         for chunk in chunks {
             parser.push(chunk, &mut out).ok()?;
         }
-        Some(out.into())
+        Some(out.into_iter().map(|(_, data)| data).collect())
     }
 
     /// What routing reads of a message: id, method, `params.sessionId`, `result.sessionId`,
@@ -127,6 +141,10 @@ pub struct Limits {
     pub max_sessions_per_connection: usize,
     /// Bytes waiting for one client to read them: the connection is ended.
     pub max_buffered_bytes: usize,
+    /// Bytes of events already written to a Streamable HTTP stream that it keeps, so a client
+    /// whose stream died reconnects with `Last-Event-ID` and gets what it may have missed;
+    /// past it, such a reconnect is answered 410 (resume the session instead).
+    pub replay_window_bytes: usize,
     /// How long a connection may be silent (no request, no open stream, no frame).
     pub idle_timeout: Duration,
     /// How often an open stream or socket is kept alive.
@@ -140,6 +158,7 @@ impl Default for Limits {
             max_connections: 4096,
             max_sessions_per_connection: 256,
             max_buffered_bytes: 64 * 1024 * 1024,
+            replay_window_bytes: 4 * 1024 * 1024,
             idle_timeout: Duration::from_secs(300),
             keepalive: Duration::from_secs(15),
         }

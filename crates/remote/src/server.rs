@@ -8,7 +8,7 @@
 //! `DELETE` ends the connection. WebSocket: `GET` with `Upgrade: websocket`, one JSON-RPC
 //! message per text frame, `Acp-Connection-Id` on the `101`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -29,7 +29,7 @@ use axum::routing::any;
 use axum::Router;
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::route::{self, Envelope};
@@ -188,44 +188,128 @@ enum Route {
     Session(String),
 }
 
-/// A queue of lines for one SSE stream: filled by the connection's router, drained by the
-/// stream's one receiver (a second `GET` gets 409), kept while no receiver is attached.
+/// The lines of one SSE stream, each with its event id (1, 2, … in routing order): those not
+/// written to a stream yet and, before them, those written, kept up to
+/// `replay_window_bytes`. A stream reads from a cursor (the last id it wrote); a `GET` with
+/// `Last-Event-ID` starts from that id, so what a dead stream had taken is sent again, and a
+/// new `GET` takes the mailbox over from a stream the agent still believes open (behind a relay
+/// that stopped forwarding, it may be dead).
 struct Mailbox {
-    tx: mpsc::UnboundedSender<String>,
-    rx: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+    state: Mutex<MailboxState>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct MailboxState {
+    /// Ascending ids; the written ones first.
+    events: VecDeque<(u64, String)>,
+    /// The id the next line gets.
+    next_id: u64,
+    /// The highest id written to a stream (0: none).
+    written: u64,
+    /// Bytes of written events still kept.
+    kept_bytes: usize,
+    /// The generation of the stream reading it (0: none).
+    receiver: u64,
+    generations: u64,
 }
 
 impl Mailbox {
     fn new() -> Mailbox {
-        let (tx, rx) = mpsc::unbounded_channel();
-        Mailbox { tx, rx: Arc::new(Mutex::new(Some(rx))) }
+        Mailbox { state: Mutex::new(MailboxState { next_id: 1, ..MailboxState::default() }), changed: Notify::new() }
+    }
+
+    fn push(&self, line: String) {
+        let mut state = lock(&self.state);
+        let id = state.next_id;
+        state.next_id += 1;
+        state.events.push_back((id, line));
+        drop(state);
+        self.changed.notify_waiters();
+    }
+
+    /// Nobody reads it and it holds nothing unwritten: it may go (when a new session needs its
+    /// place), losing only what a reconnect could have asked again.
+    fn idle(&self) -> bool {
+        let state = lock(&self.state);
+        state.receiver == 0 && state.events.back().is_none_or(|(id, _)| *id <= state.written)
+    }
+
+    /// A new receiver from `last` (the `Last-Event-ID` a client sent) or, without one, from
+    /// where the last stream stopped writing; the one before it (if any) ends. `Err` when
+    /// `last` cannot be honoured.
+    fn attach(&self, last: Option<u64>) -> Result<(u64, u64), (StatusCode, &'static str)> {
+        let mut state = lock(&self.state);
+        let cursor = match last {
+            None => state.written,
+            Some(n) if n > state.written => {
+                return Err((StatusCode::BAD_REQUEST, "Last-Event-ID names an event this stream never sent"))
+            }
+            Some(n) => {
+                let oldest = state.events.front().map_or(state.next_id, |(id, _)| *id);
+                if n + 1 < oldest {
+                    return Err((
+                        StatusCode::GONE,
+                        "The events after Last-Event-ID are no longer kept (replay_window_bytes): resume the session with replay",
+                    ));
+                }
+                n
+            }
+        };
+        state.generations += 1;
+        state.receiver = state.generations;
+        let generation = state.receiver;
+        drop(state);
+        self.changed.notify_waiters();
+        Ok((generation, cursor))
+    }
+
+    /// The next event after `cursor` for the receiver `generation`: `Some(None)` when there is
+    /// none yet, `None` once another receiver took over. A first write releases the line's
+    /// bytes from the connection's buffer, and the oldest written events beyond the window go.
+    fn next(&self, generation: u64, cursor: u64, conn: &HttpConn, window: usize) -> Option<Option<(u64, String)>> {
+        let mut state = lock(&self.state);
+        if state.receiver != generation {
+            return None;
+        }
+        let at = state.events.partition_point(|(id, _)| *id <= cursor);
+        let Some((id, line)) = state.events.get(at).cloned() else { return Some(None) };
+        if id > state.written {
+            state.written = id;
+            state.kept_bytes += line.len();
+            conn.buffered.fetch_sub(line.len(), Ordering::Relaxed);
+            while state.kept_bytes > window {
+                let Some((oldest, _)) = state.events.front() else { break };
+                if *oldest > state.written || *oldest == id {
+                    break;
+                }
+                if let Some((_, gone)) = state.events.pop_front() {
+                    state.kept_bytes -= gone.len();
+                }
+            }
+        }
+        Some(Some((id, line)))
+    }
+
+    fn detach(&self, generation: u64) {
+        let mut state = lock(&self.state);
+        if state.receiver == generation {
+            state.receiver = 0;
+        }
     }
 }
 
-/// The receiver of a mailbox while one stream holds it; given back when the stream ends.
+/// A stream's hold on its mailbox; released when the stream ends.
 struct Lease {
-    rx: Option<mpsc::UnboundedReceiver<String>>,
-    slot: Arc<Mutex<Option<mpsc::UnboundedReceiver<String>>>>,
+    mailbox: Arc<Mailbox>,
+    generation: u64,
+    cursor: u64,
     conn: Arc<HttpConn>,
-    /// The session, for a session's stream.
-    session: Option<String>,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        {
-            // Under the routing lock, so no line is routed into it meanwhile: a session's
-            // mailbox nobody reads and that holds nothing is removed (a line for the session
-            // later makes a new one), so mailboxes follow the sessions in use.
-            let mut routing = lock(&self.conn.routing);
-            let empty = self.rx.as_ref().is_none_or(mpsc::UnboundedReceiver::is_empty);
-            match &self.session {
-                Some(session) if empty => {
-                    routing.sessions.remove(session);
-                }
-                _ => *lock(&self.slot) = self.rx.take(),
-            }
-        }
+        self.mailbox.detach(self.generation);
         self.conn.streams_open.fetch_sub(1, Ordering::Relaxed);
         self.conn.touch();
     }
@@ -245,10 +329,22 @@ struct HttpConn {
 }
 
 struct Routing {
-    connection: Mailbox,
-    sessions: HashMap<String, Mailbox>,
+    connection: Arc<Mailbox>,
+    sessions: HashMap<String, Arc<Mailbox>>,
     /// Where the answer to each of the client's open requests goes, by id text.
     answers: HashMap<String, Route>,
+}
+
+impl Routing {
+    /// Room for one more session's mailbox: under the limit, or after dropping one that
+    /// nobody reads and that holds nothing unwritten (the sessions in use count).
+    fn make_room(&mut self, limit: usize) -> bool {
+        if self.sessions.len() < limit {
+            return true;
+        }
+        let idle = self.sessions.iter().find(|(_, m)| m.idle()).map(|(s, _)| s.clone());
+        idle.is_some_and(|session| self.sessions.remove(&session).is_some())
+    }
 }
 
 impl HttpConn {
@@ -281,13 +377,13 @@ impl HttpConn {
         let mailbox = match to {
             Route::Connection => &routing.connection,
             Route::Session(session) => {
-                if !routing.sessions.contains_key(&session) && routing.sessions.len() >= limits.max_sessions_per_connection {
+                if !routing.sessions.contains_key(&session) && !routing.make_room(limits.max_sessions_per_connection) {
                     return Err("too many sessions on one connection (max_sessions_per_connection)");
                 }
-                routing.sessions.entry(session).or_insert_with(Mailbox::new)
+                routing.sessions.entry(session).or_insert_with(|| Arc::new(Mailbox::new()))
             }
         };
-        let _ = mailbox.tx.send(line);
+        mailbox.push(line);
         Ok(())
     }
 }
@@ -553,7 +649,7 @@ async fn initialize(shared: Arc<Shared>, envelope: Envelope, body: Bytes) -> Res
     let conn = Arc::new(HttpConn {
         id: id.clone(),
         link,
-        routing: Mutex::new(Routing { connection: Mailbox::new(), sessions: HashMap::new(), answers: HashMap::new() }),
+        routing: Mutex::new(Routing { connection: Arc::new(Mailbox::new()), sessions: HashMap::new(), answers: HashMap::new() }),
         buffered: AtomicUsize::new(0),
         streams_open: AtomicUsize::new(0),
         last_active: Mutex::new(Instant::now()),
@@ -622,10 +718,15 @@ fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
         Err((status, why)) => return text(status, why),
     };
     conn.touch();
-    let slot = {
+    let last = match header_str(headers, "last-event-id").map(|v| v.trim().parse::<u64>()) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => return text(StatusCode::BAD_REQUEST, "Last-Event-ID is not an event id of this agent's"),
+    };
+    let mailbox = {
         let mut routing = lock(&conn.routing);
         match header_str(headers, HEADER_SESSION_ID) {
-            None => Arc::clone(&routing.connection.rx),
+            None => Arc::clone(&routing.connection),
             Some(session) => {
                 // 409, not the RFD's 404 for an unknown session: the official TypeScript
                 // client takes any other status as the whole connection's failure, and 409 as
@@ -634,28 +735,40 @@ fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
                     if !shared.agent.is_live(&SessionId::from(session)) {
                         return text(StatusCode::CONFLICT, "Unknown Acp-Session-Id: the agent has no such session");
                     }
-                    if routing.sessions.len() >= shared.options.limits.max_sessions_per_connection {
+                    if !routing.make_room(shared.options.limits.max_sessions_per_connection) {
                         return text(StatusCode::CONFLICT, "Too many sessions on this connection (max_sessions_per_connection)");
                     }
                 }
-                Arc::clone(&routing.sessions.entry(session.to_owned()).or_insert_with(Mailbox::new).rx)
+                Arc::clone(routing.sessions.entry(session.to_owned()).or_insert_with(|| Arc::new(Mailbox::new())))
             }
         }
     };
-    let Some(rx) = lock(&slot).take() else {
-        return text(StatusCode::CONFLICT, "This stream already has a receiver");
+    let (generation, cursor) = match mailbox.attach(last) {
+        Ok(attached) => attached,
+        Err((status, why)) => return text(status, why),
     };
     conn.streams_open.fetch_add(1, Ordering::Relaxed);
-    let session = header_str(headers, HEADER_SESSION_ID).map(str::to_owned);
-    let lease = Lease { rx: Some(rx), slot, conn, session };
-    let events = futures_util::stream::unfold(lease, |mut lease| async move {
-        let rx = lease.rx.as_mut()?;
-        let line = tokio::select! {
-            line = rx.recv() => line?,
-            () = lease.conn.ended.cancelled() => return None,
-        };
-        lease.conn.buffered.fetch_sub(line.len(), Ordering::Relaxed);
-        Some((Ok::<_, std::convert::Infallible>(Event::default().data(line)), lease))
+    let window = shared.options.limits.replay_window_bytes;
+    let lease = Lease { mailbox, generation, cursor, conn };
+    let events = futures_util::stream::unfold(lease, move |mut lease| async move {
+        loop {
+            let mailbox = Arc::clone(&lease.mailbox);
+            // Made before looking, so a line pushed in between still wakes this stream.
+            let changed = mailbox.changed.notified();
+            match mailbox.next(lease.generation, lease.cursor, &lease.conn, window)? {
+                Some((id, line)) => {
+                    lease.cursor = id;
+                    let event = Event::default().id(id.to_string()).data(line);
+                    return Some((Ok::<_, std::convert::Infallible>(event), lease));
+                }
+                None => {
+                    tokio::select! {
+                        () = changed => {}
+                        () = lease.conn.ended.cancelled() => return None,
+                    }
+                }
+            }
+        }
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(shared.options.limits.keepalive)).into_response()
 }

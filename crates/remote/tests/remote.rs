@@ -290,8 +290,24 @@ async fn hostile_requests_get_clear_statuses() {
     assert_eq!(status(unknown.send().await.unwrap()), 409, "a session the agent does not have (409: see the crate docs)");
     let stream = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).send().await.unwrap();
     assert_eq!(stream.status().as_u16(), 200);
+    // A second GET takes the stream over (the first may be dead behind a relay); the first ends.
     let second = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).send().await.unwrap();
-    assert_eq!(second.status().as_u16(), 409, "one receiver per stream");
+    assert_eq!(second.status().as_u16(), 200, "a new receiver takes the stream over");
+    {
+        use futures_util::StreamExt;
+        let mut first = stream.bytes_stream();
+        let ended = tokio::time::timeout(Duration::from_secs(5), async {
+            while let Some(chunk) = first.next().await {
+                if chunk.is_err() {
+                    break;
+                }
+            }
+        });
+        ended.await.expect("the first stream ended when the second took over");
+    }
+    let stream = second;
+    let bad = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn).header("Last-Event-ID", "x");
+    assert_eq!(status(bad.send().await.unwrap()), 400, "a Last-Event-ID that is not an id");
     // A request id that cannot be routed back (an object) is refused.
     let odd = r#"{"jsonrpc":"2.0","id":{"a":1},"method":"session/list","params":{}}"#;
     assert_eq!(status(post(odd).header("Acp-Connection-Id", &conn).send().await.unwrap()), 400);
@@ -308,7 +324,8 @@ async fn hostile_requests_get_clear_statuses() {
             tokio::time::timeout(Duration::from_secs(5), body.next()).await.expect("the answer on the stream").unwrap().unwrap();
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
-    assert!(seen.starts_with("data: ") && seen.contains(r#""id":3"#), "{seen}");
+    // Each event carries its id, for a reconnect's Last-Event-ID.
+    assert!(seen.starts_with("id: 1\ndata: ") && seen.contains(r#""id":3"#), "{seen}");
     assert_eq!(status(http.delete(&url).header("Acp-Connection-Id", &conn).send().await.unwrap()), 202);
     assert_eq!(status(post(stray).header("Acp-Connection-Id", &conn).send().await.unwrap()), 404, "after DELETE");
 }
@@ -702,4 +719,225 @@ async fn websocket_close_codes_follow_rfc_6455() {
     };
     let frame = closed.expect("a close frame with a code");
     assert_eq!(u16::from(frame.code), 1009, "{frame:?}");
+}
+
+/// Turns stream many chunks, a few milliseconds apart, then end.
+struct Streamer {
+    chunks: usize,
+}
+
+#[async_trait::async_trait]
+impl AgentRuntime for Streamer {
+    async fn run_turn(&self, turn: TurnContext, _input: Vec<UserInput>) -> TurnEnd {
+        let id = turn.new_message_id();
+        for i in 0..self.chunks {
+            if turn.send_text(&id, &format!("[{i}]")).is_err() {
+                return TurnEnd::cancelled();
+            }
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+        TurnEnd::end_turn()
+    }
+}
+
+/// How a [`SniffingRelay`] drops a stream.
+#[derive(Clone, Copy, Debug)]
+enum Drop_ {
+    /// Both sockets close: the agent sees its stream end.
+    Reset,
+    /// The client's side closes; the agent's stays open, what it writes read and dropped (a
+    /// relay that gave up without telling it).
+    Silent,
+}
+
+/// A TCP relay that can drop the one connection carrying a given session's SSE stream (the
+/// `GET` with its `Acp-Session-Id`), leaving the others alone.
+struct SniffingRelay {
+    addr: SocketAddr,
+    links: Arc<Mutex<Vec<Link>>>,
+}
+
+struct Link {
+    /// The session whose stream this connection carries, once its GET was seen.
+    tag: Arc<Mutex<Option<String>>>,
+    /// Dropping the client's side, Silent or not.
+    stop: Arc<Notify>,
+    silent: Arc<std::sync::atomic::AtomicBool>,
+    tasks: [JoinHandle<()>; 2],
+}
+
+impl SniffingRelay {
+    async fn to(to: SocketAddr) -> SniffingRelay {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let links: Arc<Mutex<Vec<Link>>> = Arc::default();
+        let l = Arc::clone(&links);
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let Ok(outbound) = TcpStream::connect(to).await else { continue };
+                let (mut in_read, mut in_write) = inbound.into_split();
+                let (mut out_read, mut out_write) = outbound.into_split();
+                let tag: Arc<Mutex<Option<String>>> = Arc::default();
+                let (stop, silent) = (Arc::new(Notify::new()), Arc::new(AtomicBool::new(false)));
+                let (t, stop_up, silent_up) = (Arc::clone(&tag), Arc::clone(&stop), Arc::clone(&silent));
+                // Client to agent, noting which session's stream a GET opens. When stopped
+                // silently, the agent's side stays open (no FIN): it is not told.
+                let up = tokio::spawn(async move {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    loop {
+                        let n = tokio::select! {
+                            r = in_read.read(&mut buf) => match r {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => n,
+                            },
+                            () = stop_up.notified() => {
+                                if silent_up.load(Ordering::SeqCst) {
+                                    // Hold the agent's side open for good.
+                                    std::future::pending::<()>().await;
+                                }
+                                return;
+                            }
+                        };
+                        let seen = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                        if seen.starts_with("get ") {
+                            if let Some(at) = seen.find("acp-session-id: ") {
+                                let rest = &seen[at + "acp-session-id: ".len()..];
+                                *t.lock().unwrap() = rest.split("\r\n").next().map(str::to_owned);
+                            }
+                        }
+                        if out_write.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                let (stop_down, silent_down) = (Arc::clone(&stop), Arc::clone(&silent));
+                // Agent to client. When stopped silently it goes on reading what the agent
+                // writes and drops it, as a relay that gave up without telling it would.
+                let down = tokio::spawn(async move {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    loop {
+                        tokio::select! {
+                            r = out_read.read(&mut buf) => match r {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => if in_write.write_all(&buf[..n]).await.is_err() { return },
+                            },
+                            () = stop_down.notified() => break,
+                        }
+                    }
+                    drop(in_write);
+                    if silent_down.load(Ordering::SeqCst) {
+                        while matches!(out_read.read(&mut buf).await, Ok(n) if n > 0) {}
+                        std::future::pending::<()>().await;
+                    }
+                });
+                l.lock().unwrap().push(Link { tag, stop, silent, tasks: [up, down] });
+            }
+        });
+        SniffingRelay { addr, links }
+    }
+
+    /// Drops the connection carrying `session`'s stream; `false` when none is seen yet.
+    fn drop_stream(&self, session: &str, how: Drop_) -> bool {
+        let links = self.links.lock().unwrap();
+        let Some(link) = links.iter().find(|l| l.tag.lock().unwrap().as_deref() == Some(&session.to_ascii_lowercase())) else {
+            return false;
+        };
+        match how {
+            Drop_::Reset => link.tasks.iter().for_each(JoinHandle::abort),
+            Drop_::Silent => {
+                link.silent.store(true, std::sync::atomic::Ordering::SeqCst);
+                link.stop.notify_waiters();
+            }
+        }
+        true
+    }
+}
+
+/// One session's SSE stream is dropped mid-turn while the connection lives on: the client
+/// opens it again from the last event it read (`Last-Event-ID`) and gets every chunk exactly
+/// once and the turn's end, whether the agent saw the stream end or not.
+async fn a_dropped_session_stream_loses_nothing(how: Drop_) {
+    let chunks = 60;
+    let server = AgentServer::new(Arc::new(Streamer { chunks }), ServeOptions { config: config(), store: None }).unwrap();
+    let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions::default()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(listener.serve(std::future::pending()));
+    let relay = SniffingRelay::to(addr).await;
+    let conn = Endpoint::new(format!("http://{}/acp", relay.addr)).connect(ConnectOptions::default()).await.unwrap();
+    let s = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+    let session = s.id().0.clone();
+    s.prompt(text("stream")).await.unwrap();
+    let agent_text = |snap: &MirrorSnapshot| {
+        snap.transcript
+            .iter()
+            .filter(|e| e.role == acp_inject_core::client::MessageRole::Agent)
+            .map(|e| text_of(&e.content))
+            .collect::<String>()
+    };
+    until(&s, "a few chunks", |snap| agent_text(snap).matches('[').count() >= 5).await;
+    assert!(relay.drop_stream(&session, how), "the session's stream was not seen on the relay");
+    let done = until(&s, "the turn's end", |snap| snap.state == TurnState::Idle && snap.stop_reason.is_some()).await;
+    let expected: String = (0..chunks).map(|i| format!("[{i}]")).collect();
+    assert_eq!(agent_text(&done), expected, "{how:?}: every chunk exactly once, in order");
+    conn.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_stream_reset_mid_turn_loses_nothing() {
+    a_dropped_session_stream_loses_nothing(Drop_::Reset).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_stream_a_relay_gave_up_on_loses_nothing() {
+    a_dropped_session_stream_loses_nothing(Drop_::Silent).await;
+}
+
+/// `Last-Event-ID` picks where a reopened stream starts: the events after it are sent again;
+/// one the stream never sent is 400; one older than the kept window is 410 (resume instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_event_id_resends_what_followed_it_within_the_window() {
+    use futures_util::StreamExt;
+    let limits = Limits { replay_window_bytes: 400, ..Default::default() };
+    let (_server, addr) = agent(Arc::new(Gated::default()), ListenOptions { limits, ..Default::default() }).await;
+    let url = format!("http://{addr}/acp");
+    let http = reqwest::Client::new();
+    let post = |body: String| http.post(&url).header("Content-Type", "application/json").body(body);
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"1"}}}"#;
+    let answer = post(init.to_owned()).send().await.unwrap();
+    let conn = answer.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let get = |last: Option<&str>| {
+        let mut r = http.get(&url).header("Accept", "text/event-stream").header("Acp-Connection-Id", &conn);
+        if let Some(last) = last {
+            r = r.header("Last-Event-ID", last);
+        }
+        r
+    };
+    // Read `n` events' ids off a stream.
+    async fn ids(response: reqwest::Response, n: usize) -> Vec<u64> {
+        let mut body = response.bytes_stream();
+        let mut seen = String::new();
+        while seen.matches("\n\n").count() < n {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), body.next()).await.expect("events").unwrap().unwrap();
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        seen.lines().filter_map(|l| l.strip_prefix("id: ")).map(|id| id.parse().unwrap()).collect()
+    }
+    let stream = get(None).send().await.unwrap();
+    // Four answers on the connection's stream (unknown methods, each about 150 bytes).
+    for id in 1..=4 {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"nope"}}"#);
+        assert_eq!(post(body).header("Acp-Connection-Id", &conn).send().await.unwrap().status().as_u16(), 202);
+    }
+    assert_eq!(ids(stream, 4).await, [1, 2, 3, 4]);
+    // The window (400 bytes) still holds the last two: from 2 on, 3 and 4 come again.
+    let again = get(Some("2")).send().await.unwrap();
+    assert_eq!(again.status().as_u16(), 200);
+    assert_eq!(ids(again, 2).await, [3, 4]);
+    assert_eq!(get(Some("9")).send().await.unwrap().status().as_u16(), 400, "never sent");
+    let gone = get(Some("0")).send().await.unwrap();
+    assert_eq!(gone.status().as_u16(), 410, "older than the window");
+    assert!(gone.text().await.unwrap().contains("resume the session"));
 }

@@ -4,9 +4,16 @@ mid-turn as a phone does.
     python3 relay.py HOST:PORT
 
 Listens on a free loopback port and prints it (``127.0.0.1:PORT``) on stdout; relays every
-connection to ``HOST:PORT``. Reads commands on stdin, one per line: ``cut`` drops every
-connection open now, both ways at once (new ones are still relayed), and answers ``cut`` when
-done. Exits when stdin ends. Standard library only (the Swift tests run it in their chroot).
+connection to ``HOST:PORT``. Reads commands on stdin, one per line:
+
+- ``cut`` drops every connection open now, both ways at once (new ones are still relayed),
+  and answers ``cut`` when done;
+- ``drop-stream SESSION`` drops the one connection carrying that session's Streamable HTTP
+  stream (the ``GET`` with its ``Acp-Session-Id``) the way a relay that gives up without
+  telling the agent does: the client's side is reset, the agent's stays open and what it
+  writes is read and dropped. Answers ``dropped``, or ``none`` when no such stream is open.
+
+Exits when stdin ends. Standard library only (the Swift tests run it in their chroot).
 """
 
 from __future__ import annotations
@@ -14,22 +21,51 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import Set
+from typing import Optional, Set
+
+
+class Link:
+    """One relayed connection: its two writers, the session whose stream it carries (once
+    its GET is seen), and whether the agent's output is being dropped."""
+
+    def __init__(self, inbound: asyncio.StreamWriter, outbound: asyncio.StreamWriter) -> None:
+        self.inbound, self.outbound = inbound, outbound
+        self.session: Optional[str] = None
+        self.silenced = False
 
 
 async def main(target: str) -> None:
     host, port = target.rsplit(":", 1)
-    links: Set[asyncio.StreamWriter] = set()
+    links: Set[Link] = set()
 
-    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def up(reader: asyncio.StreamReader, link: Link) -> None:
         try:
             while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
+                text = data.decode("latin-1").lower()
+                if text.startswith("get ") and "acp-session-id: " in text:
+                    link.session = text.split("acp-session-id: ", 1)[1].split("\r\n", 1)[0].strip()
+                if link.silenced:
+                    continue
+                link.outbound.write(data)
+                await link.outbound.drain()
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
-            writer.close()
+            if not link.silenced:
+                link.outbound.close()
+
+    async def down(reader: asyncio.StreamReader, link: Link) -> None:
+        try:
+            while data := await reader.read(65536):
+                if link.silenced:
+                    continue  # read and dropped: the agent is not told
+                link.inbound.write(data)
+                await link.inbound.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            if not link.silenced:
+                link.inbound.close()
 
     async def relay(inbound_r: asyncio.StreamReader, inbound_w: asyncio.StreamWriter) -> None:
         try:
@@ -37,9 +73,10 @@ async def main(target: str) -> None:
         except OSError:
             inbound_w.close()
             return
-        links.update((inbound_w, outbound_w))
-        await asyncio.gather(pipe(inbound_r, outbound_w), pipe(outbound_r, inbound_w))
-        links.difference_update((inbound_w, outbound_w))
+        link = Link(inbound_w, outbound_w)
+        links.add(link)
+        await asyncio.gather(up(inbound_r, link), down(outbound_r, link))
+        links.discard(link)
 
     server = await asyncio.start_server(relay, "127.0.0.1", 0)
     print(f"127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
@@ -47,13 +84,20 @@ async def main(target: str) -> None:
     commands = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(commands), sys.stdin)
     while line := await commands.readline():
-        if line.strip() == b"cut":
-            for writer in list(links):
+        command = line.decode().split()
+        if command == ["cut"]:
+            for link in list(links):
                 # An abortive close (RST), as a vanished network looks to both ends.
-                transport = writer.transport
-                transport.abort()
+                link.inbound.transport.abort()
+                link.outbound.transport.abort()
             links.clear()
             print("cut", flush=True)
+        elif len(command) == 2 and command[0] == "drop-stream":
+            found = [link for link in links if link.session == command[1].lower() and not link.silenced]
+            for link in found:
+                link.silenced = True
+                link.inbound.transport.abort()
+            print("dropped" if found else "none", flush=True)
     server.close()
 
 

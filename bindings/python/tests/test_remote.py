@@ -77,17 +77,20 @@ async def survives_a_dropped_network(scheme: str) -> None:
         expected = [(InjectMode.STEER, "now"), (InjectMode.QUEUE, "later"), (InjectMode.QUEUE, "new")]
         before = await until(session, "the pending list", lambda s: pending(s) == expected)
 
-        # The network goes away mid-turn: the client's calls fail with Disconnected.
+        # The network goes away mid-turn, and comes back.
         assert relay.stdin is not None and relay.stdout is not None
         relay.stdin.write(b"cut\n")
         await relay.stdin.drain()
         assert (await relay.stdout.readline()).strip() == b"cut"
-        with pytest.raises(AcpError.Disconnected):
-            await asyncio.wait_for(drain_until_error(session), TIMEOUT)
-
-        # A new connection resumes the session with replay: transcript and pending list intact.
-        client = await acp.connect(f"{scheme}://{relayed}/acp", name="python-remote-test")
-        session = await client.resume(session.id, "/tmp")
+        if scheme == "ws":
+            # A WebSocket is the connection: the client's calls fail with Disconnected, and a
+            # new connection resumes the session with replay: transcript and pending list intact.
+            with pytest.raises(AcpError.Disconnected):
+                await asyncio.wait_for(drain_until_error(session), TIMEOUT)
+            client = await acp.connect(f"{scheme}://{relayed}/acp", name="python-remote-test")
+            session = await client.resume(session.id, "/tmp")
+        # Over Streamable HTTP the connection outlives its TCP connections: the client reopens
+        # the session's stream from the last event it read, and the session goes on as it was.
         after = await until(session, "the replay", lambda s: pending(s) == expected and s.state == TurnState.RUNNING)
         assert [(e.role, e.message_id, text_of(e.content)) for e in after.transcript] == [
             (e.role, e.message_id, text_of(e.content)) for e in before.transcript
@@ -115,6 +118,42 @@ def test_websocket_survives_a_dropped_network() -> None:
 
 def test_streamable_http_survives_a_dropped_network() -> None:
     asyncio.run(survives_a_dropped_network("http"))
+
+
+async def a_dropped_stream_loses_nothing() -> None:
+    # Many small chunks, so the stream is dropped while the agent is writing.
+    agent, url = await start([reference_agent(), "--listen", "127.0.0.1:0", "--delay-ms", "15", "--chunks", "60", "--tools", "0"])
+    port = url.split("://")[1].split("/")[0]
+    relay, relayed = await start([sys.executable, str(RELAY), port])
+
+    def agent_text(s: MirrorSnapshot) -> str:
+        return "".join(text_of(e.content) for e in s.transcript if e.role == acp.MessageRole.AGENT)
+
+    try:
+        client = await acp.connect(f"http://{relayed}/acp", name="python-remote-test")
+        session = await client.new_session("/tmp")
+        await session.prompt("stream")
+        await until(session, "a few chunks", lambda s: len(agent_text(s)) > 20)
+        # The relay gives up on this session's stream without telling the agent; the client
+        # reopens it from the last event it read.
+        assert relay.stdin is not None and relay.stdout is not None
+        relay.stdin.write(f"drop-stream {session.id}\n".encode())
+        await relay.stdin.drain()
+        assert (await relay.stdout.readline()).strip() == b"dropped"
+        done = await until(session, "the turn's end", lambda s: s.state == TurnState.IDLE and s.stop_reason is not None)
+        # What the client saw is what the agent recorded: the replay on a fresh connection.
+        check = await acp.connect(url, name="python-remote-check")
+        replayed = (await check.resume(session.id, "/tmp", replay=True)).snapshot()
+        assert agent_text(done) == agent_text(replayed) and len(agent_text(done)) > 60
+        await check.close()
+        await client.close()
+    finally:
+        await stop(relay)
+        await stop(agent)
+
+
+def test_a_dropped_session_stream_loses_nothing() -> None:
+    asyncio.run(a_dropped_stream_loses_nothing())
 
 
 class Echo(acp.Agent):

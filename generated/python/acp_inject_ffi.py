@@ -596,7 +596,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 41243:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 49158:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 45764:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -3938,7 +3938,7 @@ class AgentServerProtocol(typing.Protocol):
         (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
         serving goes on in the background until `shutdown`. Anything but a loopback address
         needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-        with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+        with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
 """
         raise NotImplementedError
     async def run_stdio(self, ) -> None:
@@ -4046,7 +4046,7 @@ class AgentServer(AgentServerProtocol):
         (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
         serving goes on in the background until `shutdown`. Anything but a loopback address
         needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-        with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+        with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
 """
         
         _UniffiFfiConverterString.check_lower(addr)

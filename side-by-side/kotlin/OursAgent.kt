@@ -17,9 +17,9 @@ class EchoAgent : Agent() {
         }
 
         val call = "call_${System.nanoTime()}"
-        turn.toolCall(call, ToolCallStatus.Pending, title = "Echo the message", kind = ToolKind.Other)
+        turn.toolCall(call, ToolCallStatus.PENDING, title = "Echo the message", kind = ToolKind.OTHER)
         val answer = turn.permission("Echo the message", toolCallId = call) ?: return null   // null: cancelled
-        turn.toolCall(call, if (answer == "allow") ToolCallStatus.Completed else ToolCallStatus.Failed)
+        turn.toolCall(call, if (answer == "allow") ToolCallStatus.COMPLETED else ToolCallStatus.FAILED)
         for (steer in turn.breakPoint(BreakPoint.TOOL_RESULT)) turn.say(" (steered: ${textOf(steer.content)})")
         return null                                                      // end_turn
     }

@@ -26,22 +26,22 @@ fun main(args: Array<String>): Unit = runBlocking {
 
         val waiting = mutableSetOf<MessageId?>(followUp, draft)
         session.events().first { activity ->
-            if (activity is SessionActivity.PermissionRequested) {
-                val allow = activity.params.options.first { it.kind == PermissionOptionKind.AllowOnce }
-                println("\n[permission] ${activity.params.title}: ${allow.name}")
-                session.allow(activity.request, allow.optionId)
-            }
-            activity.item?.let { item ->                                        // our messages' progress
-                println("[${item.mode} ${item.status}] ${textOf(item.content)}")
-                if (item.status == ItemStatus.DELIVERED) waiting.remove(item.messageId)
-            }
-            when (val update = activity.update) {
-                is SessionUpdate.AgentMessageChunk -> print(update.v1.content.text)
-                is SessionUpdate.ToolCallUpdate -> println("\n[tool] ${update.v1.title ?: update.v1.toolCallId}: ${update.v1.status}")
+            when (activity) {
+                is PermissionRequested -> {
+                    val allow = activity.params.options.first { it.kind == PermissionOptionKind.ALLOW_ONCE }
+                    println("\n[permission] ${activity.params.title}: ${allow.name}")
+                    session.allow(activity.request, allow.optionId)
+                }
+                is PendingItem -> {                                             // our messages' progress
+                    println("[${activity.mode} ${activity.status}] ${textOf(activity.content)}")
+                    if (activity.status == ItemStatus.DELIVERED) waiting.remove(activity.messageId)
+                }
+                is AgentMessageChunk -> print(activity.content.text)
+                is ToolCallUpdate -> println("\n[tool] ${activity.title ?: activity.toolCallId}: ${activity.status}")
+                is IdleStateUpdate -> activity.stopReason?.let { println("[stop] $it") }
                 else -> {}
             }
-            activity.turnEnded?.let { println("[stop] $it") }
-            activity.turnEnded != null && waiting.isEmpty()                  // the queue answered too
+            activity.turnEnded != null && waiting.isEmpty()                      // the queue answered too
         }
     }
 }

@@ -18,22 +18,22 @@ class ScriptedAgent(private val delay: Duration) : Agent() {
         }
         for (tool in 1..2) {
             val call = "call_${turn.sessionId}_${heard.size}_$tool"
-            turn.toolCall(call, ToolCallStatus.Pending, title = "Run step $tool", kind = ToolKind.Execute)
+            turn.toolCall(call, ToolCallStatus.PENDING, title = "Run step $tool", kind = ToolKind.EXECUTE)
             if (tool == 2 && turn.permission("Allow step $tool?", toolCallId = call) != "allow") {
-                turn.toolCall(call, ToolCallStatus.Failed)
+                turn.toolCall(call, ToolCallStatus.FAILED)
                 continue
             }
-            turn.toolCall(call, ToolCallStatus.InProgress)
+            turn.toolCall(call, ToolCallStatus.IN_PROGRESS)
             if (!turn.sleep(delay)) return null
-            turn.toolCall(call, ToolCallStatus.Completed, output = "step $tool done")
+            turn.toolCall(call, ToolCallStatus.COMPLETED, output = "step $tool done")
             for (steer in turn.breakPoint(BreakPoint.TOOL_RESULT)) {
                 heard += textOf(steer.content)                  // the model reads the user's steer here
                 turn.say("(noted: ${textOf(steer.content)}) ")
             }
         }
         turn.say("Done (${heard.size} message(s) handled this turn).")
-        val n = heard.size.toULong()
-        return TurnEnd(StopReason.EndTurn, Usage(totalTokens = 100uL * n + 50uL, inputTokens = 100uL * n, outputTokens = 50uL))
+        val n = heard.size.toLong()
+        return TurnEnd(StopReason.END_TURN, Usage(totalTokens = 100 * n + 50, inputTokens = 100 * n, outputTokens = 50))
     }
 }
 

@@ -30,7 +30,8 @@ use crate::Error;
 
 /// The file's text, after `preamble` (a comment line).
 pub fn render(model: &Model, preamble: &str) -> Result<String, Error> {
-    let mut out = format!("// {preamble}\n// Source: spec/values.json and the wire types it reaches (codegen/src/values/kotlin.rs).\n");
+    let mut out =
+        format!("// {preamble}\n// Source: spec/values.json and the wire types it reaches (codegen/src/values/kotlin.rs).\n");
     out += HEADER;
     let parents = parents(model);
     let mut registry: Vec<(String, String)> = Vec::new();
@@ -46,6 +47,9 @@ pub fn render(model: &Model, preamble: &str) -> Result<String, Error> {
             Kind::Union(u) if u.error => {
                 out += &error_union(model, t)?;
                 registry.push(("AcpException".into(), "AcpExceptionCodec".into()));
+                for class in model.members(&t.name) {
+                    registry.push((format!("AcpException.{class}"), error_codec(&class)));
+                }
             }
             Kind::Union(_) => {
                 out += &union(model, t, parents.get(t.name.as_str()).map(Vec::as_slice).unwrap_or_default());
@@ -152,11 +156,9 @@ fn string(s: &str) -> String {
 /// A field's Kotlin name (`total_tokens` is `totalTokens`), in backticks when it is a keyword.
 fn property(name: &str) -> String {
     let camel = name.to_lower_camel_case();
-    const HARD: [&str; 28] = [
-        "as", "break", "class", "continue", "do", "else", "false", "for", "fun", "if", "in", "interface", "is", "null", "object", "package",
-        "return", "super", "this", "throw", "true", "try", "typealias", "typeof", "val", "var", "when", "while",
-    ];
-    if HARD.contains(&camel.as_str()) {
+    const HARD: &str = "as break class continue do else false for fun if in interface is null object package return super this throw \
+                        true try typealias typeof val var when while";
+    if HARD.split_whitespace().any(|k| k == camel) {
         format!("`{camel}`")
     } else {
         camel
@@ -243,10 +245,7 @@ fn write(model: &Model, ty: &Ty, v: &str, depth: usize) -> String {
         }
         Ty::Patch(t) => {
             let x = format!("x{depth}");
-            format!(
-                "{v}.let {{ {x} -> if ({x} is Patch.Value) {} else w.nil() }}",
-                write(model, t, &format!("{x}.value"), depth + 1)
-            )
+            format!("{v}.let {{ {x} -> if ({x} is Patch.Value) {} else w.nil() }}", write(model, t, &format!("{x}.value"), depth + 1))
         }
     }
 }
@@ -325,10 +324,11 @@ pub fn ordered<'a>(model: &Model, fields: &'a [Field]) -> Vec<&'a Field> {
 
 fn closed_enum(t: &TypeDef, e: &super::Enum) -> String {
     let name = &t.name;
-    let mut out = format!("\n{}public enum class {name}(\n    /** The wire string. */\n    public val value: String,\n) {{\n", kdoc(&t.doc, ""));
+    let mut out =
+        format!("\n{}public enum class {name}(\n    /** The wire string. */\n    public val value: String,\n) {{\n", kdoc(&t.doc, ""));
     for (i, v) in e.values.iter().enumerate() {
         let end = if i + 1 == e.values.len() { ";" } else { "," };
-        let _ = write!(out, "{}    {}({}){end}\n", kdoc(&v.doc, "    "), constant(v.variant()), string(&v.wire));
+        let _ = writeln!(out, "{}    {}({}){end}", kdoc(&v.doc, "    "), constant(v.variant()), string(&v.wire));
     }
     out += "}\n";
     let arms: String = e.values.iter().map(|v| format!("        {} -> {name}.{}\n", string(&v.wire), constant(v.variant()))).collect();
@@ -357,7 +357,13 @@ fn open_enum(t: &TypeDef, e: &super::Enum) -> String {
         if i > 0 {
             out += "\n";
         }
-        let _ = writeln!(out, "{}        public val {}: {name} = {name}({})", kdoc(&v.doc, "        "), constant(v.variant()), string(&v.wire));
+        let _ = writeln!(
+            out,
+            "{}        public val {}: {name} = {name}({})",
+            kdoc(&v.doc, "        "),
+            constant(v.variant()),
+            string(&v.wire)
+        );
     }
     out += "    }\n}\n";
     let _ = write!(
@@ -396,7 +402,7 @@ fn class_def(model: &Model, c: &Class<'_>) -> String {
     let mut out = format!("\n{doc}public data class {}(\n", c.name);
     for f in ordered(model, c.fields) {
         let default = default_expr(model, f).map(|d| format!(" = {d}")).unwrap_or_default();
-        let _ = write!(out, "{}    public val {}: {}{default},\n", kdoc(&f.doc, "    "), property(&f.name), field_type(model, f));
+        let _ = writeln!(out, "{}    public val {}: {}{default},", kdoc(&f.doc, "    "), property(&f.name), field_type(model, f));
     }
     out + &format!("){supers}\n")
 }
@@ -466,7 +472,11 @@ fn class_codec(model: &Model, c: &Class<'_>, kotlin: &str, codec: &str) -> Strin
             Ty::Option(inner) => {
                 let _ = writeln!(binds, "        val f{i} = {get}");
                 count += &format!(" + (if (f{i} != null) 1 else 0)");
-                let _ = writeln!(writes, "        if (f{i} != null) {{\n            w.key({key})\n            {}\n        }}", write(model, inner, &format!("f{i}"), 0));
+                let _ = writeln!(
+                    writes,
+                    "        if (f{i} != null) {{\n            w.key({key})\n            {}\n        }}",
+                    write(model, inner, &format!("f{i}"), 0)
+                );
             }
             Ty::Patch(inner) => {
                 let _ = writeln!(binds, "        val f{i} = {get}");
@@ -482,9 +492,8 @@ fn class_codec(model: &Model, c: &Class<'_>, kotlin: &str, codec: &str) -> Strin
             }
         }
     }
-    let value_param = if c.fields.is_empty() { "value" } else { "value" };
     format!(
-        "\ninternal object {codec} : ValueCodec<{kotlin}>() {{\n    private const val TAG = {tag}\n\n    override fun read(r: ValueReader): {kotlin} {{\n{read_body}    }}\n\n{fields_fn}\n    override fun write(w: ValueWriter, {value_param}: {kotlin}) {{\n{binds}        w.map({count})\n{writes}    }}\n}}\n"
+        "\ninternal object {codec} : ValueCodec<{kotlin}>() {{\n    private const val TAG = {tag}\n\n    override fun read(r: ValueReader): {kotlin} {{\n{read_body}    }}\n\n{fields_fn}\n    override fun write(w: ValueWriter, value: {kotlin}) {{\n{binds}        w.map({count})\n{writes}    }}\n}}\n"
     )
 }
 
@@ -492,10 +501,14 @@ fn class_codec(model: &Model, c: &Class<'_>, kotlin: &str, codec: &str) -> Strin
 /// `hashCode` by its fields), and its codec.
 fn error_union(model: &Model, t: &TypeDef) -> Result<String, Error> {
     let Kind::Union(u) = &t.kind else { return Ok(String::new()) };
-    let classes: Vec<Class<'_>> =
-        u.variants.iter().filter_map(|v| if let Payload::Class { class, .. } = &v.payload { model.class(class) } else { None }).collect();
+    let classes: Vec<Class<'_>> = u
+        .variants
+        .iter()
+        .filter_map(|v| if let Payload::Class { class, .. } = &v.payload { model.class(class) } else { None })
+        .collect();
     let mut doc = t.doc.clone();
-    let _ = write!(doc, "\n\nOne of: {}.", classes.iter().map(|c| format!("[AcpException.{}]", c.name)).collect::<Vec<_>>().join(", "));
+    let _ =
+        write!(doc, "\n\nOne of: {}.", classes.iter().map(|c| format!("[AcpException.{}]", c.name)).collect::<Vec<_>>().join(", "));
     let mut out = format!("\n{}public sealed class AcpException(message: String) : Exception(message) {{\n", kdoc(&doc, ""));
     for c in &classes {
         let fields = ordered(model, c.fields);
@@ -504,10 +517,16 @@ fn error_union(model: &Model, t: &TypeDef) -> Result<String, Error> {
         } else {
             fields.first().map(|f| format!("{}.toString()", property(&f.name))).unwrap_or_else(|| string(c.name))
         };
-        let _ = write!(out, "{}    public class {}(\n", kdoc(c.doc, "    "), c.name);
+        let _ = writeln!(out, "{}    public class {}(", kdoc(c.doc, "    "), c.name);
         for f in &fields {
             let default = default_expr(model, f).map(|d| format!(" = {d}")).unwrap_or_default();
-            let _ = write!(out, "{}        public val {}: {}{default},\n", kdoc(&f.doc, "        "), property(&f.name), field_type(model, f));
+            let _ = writeln!(
+                out,
+                "{}        public val {}: {}{default},",
+                kdoc(&f.doc, "        "),
+                property(&f.name),
+                field_type(model, f)
+            );
         }
         let names: Vec<String> = fields.iter().map(|f| property(&f.name)).collect();
         let equal: String = names.iter().map(|n| format!(" && {n} == other.{n}")).collect();
@@ -520,8 +539,10 @@ fn error_union(model: &Model, t: &TypeDef) -> Result<String, Error> {
     }
     out.truncate(out.trim_end().len());
     out += "\n}\n";
-    let reads: String = classes.iter().map(|c| format!("            {} -> {}.fields(r, n - 1)\n", string(c.name), error_codec(c.name))).collect();
-    let writes: String = classes.iter().map(|c| format!("        is AcpException.{} -> {}.write(w, value)\n", c.name, error_codec(c.name))).collect();
+    let reads: String =
+        classes.iter().map(|c| format!("            {} -> {}.fields(r, n - 1)\n", string(c.name), error_codec(c.name))).collect();
+    let writes: String =
+        classes.iter().map(|c| format!("        is AcpException.{} -> {}.write(w, value)\n", c.name, error_codec(c.name))).collect();
     let _ = write!(
         out,
         "\ninternal object AcpExceptionCodec : ValueCodec<AcpException>() {{\n    override fun read(r: ValueReader): AcpException {{\n        val n = r.mapHeader()\n        return when (val tag = r.tag(n)) {{\n{reads}            else -> throw DecodeException.unknownClass({n}, tag)\n        }}\n    }}\n\n    override fun write(w: ValueWriter, value: AcpException) = when (value) {{\n{writes}    }}\n}}\n",
@@ -535,4 +556,54 @@ fn error_union(model: &Model, t: &TypeDef) -> Result<String, Error> {
 
 fn error_codec(class: &str) -> String {
     format!("AcpException{class}Codec")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rendered() -> String {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let schema = std::fs::read_to_string(root.join("spec/acp-inject.schema.json")).expect("the canonical schema");
+        let described = std::fs::read_to_string(root.join("spec/values.json")).expect("the described values");
+        let expansion = crate::generate_formatted(&schema).expect("generates");
+        render(&Model::build(&described, &expansion).expect("the model builds"), "preamble").expect("renders")
+    }
+
+    #[test]
+    fn unions_are_sealed_interfaces_nested_as_the_model_flattens_them() {
+        let kt = rendered();
+        for line in [
+            "public sealed interface SessionActivity\n",
+            "public sealed interface SessionEvent : SessionActivity\n",
+            "public sealed interface SessionUpdate : SessionEvent, RuntimeEvent, HistoryEntry\n",
+            "public sealed interface StateUpdate : SessionUpdate\n",
+            ") : Event, SessionActivity\n",
+            "public data object SessionClosed : SessionEvent\n",
+            "@JvmInline\npublic value class StopReason(\n",
+            "        public val END_TURN: StopReason = StopReason(\"end_turn\")\n",
+            "    QUEUE(\"queue\"),\n",
+            "public sealed class AcpException(message: String) : Exception(message) {\n",
+            "    public val totalTokens: Long,\n",
+            "    public val inputTokens: Long = 0L,\n",
+            "    public val content: Patch<List<ContentBlock>> = Patch.Absent,\n",
+            "public data class OtherSessionUpdate(\n",
+        ] {
+            assert!(kt.contains(line), "no {line:?} in the Kotlin values");
+        }
+        for unsigned in ["ULong", "UInt", "UShort", ".v1"] {
+            assert!(!kt.contains(unsigned), "{unsigned} in the Kotlin values");
+        }
+    }
+
+    #[test]
+    fn docs_cannot_end_their_comment_and_strings_are_escaped() {
+        assert_eq!(kdoc("a */ b /* c", ""), "/** a *&#47; b &#47;* c */\n");
+        assert_eq!(kdoc("one\n\ntwo", "  "), "  /**\n   * one\n   *\n   * two\n   */\n");
+        assert_eq!(kdoc("", ""), "");
+        assert_eq!(string("$ \"x\" \\"), "\"\\$ \\\"x\\\" \\\\\"");
+        assert_eq!(property("total_tokens"), "totalTokens");
+        assert_eq!(property("in"), "`in`");
+        assert_eq!(constant("EndTurn"), "END_TURN");
+    }
 }

@@ -23,17 +23,23 @@
  */
 package dev.acpinject
 
+import dev.acpinject.ffi.AgentRuntime as FfiAgentRuntime
+import dev.acpinject.ffi.AgentServer as FfiAgentServer
+import dev.acpinject.ffi.TurnContext as FfiTurnContext
+import dev.acpinject.ffi.shutdownRuntime
+import kotlinx.coroutines.CancellationException
+import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withContext
+import java.util.concurrent.atomic.AtomicBoolean
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.TimeSource
 
-/** One running turn: what the agent says and does, and what the user sends meanwhile. */
-class AgentTurn(
-    /** The generated object underneath, for anything this class does not wrap. */
-    val context: TurnContext,
-) {
+/** One running turn: what the agent says and does, and what the user sends meanwhile. An
+ *  `AgentTurn` belongs to its turn; its calls after the turn ended throw [AcpException]. */
+class AgentTurn internal constructor(private val context: FfiTurnContext) {
     private var message: MessageId? = null
 
     /** The session. */
@@ -46,10 +52,15 @@ class AgentTurn(
     fun newMessage(): MessageId = context.newMessageId().also { message = it }
 
     /** Streams text into the current agent message (started on first use). */
-    fun say(words: String) = context.sendText(message ?: newMessage(), words)
+    fun say(words: String): Unit = ffi { context.sendText(message ?: newMessage(), words) }
+
+    /** Clears what was streamed so far into the current agent message. */
+    fun clearMessage() {
+        message?.let { ffi { context.clearMessage(it) } }
+    }
 
     /** Sends any of the agent's own updates (thoughts, plans, usage, session info, …). */
-    fun send(update: SessionUpdate) = context.send(update)
+    fun send(update: SessionUpdate): Unit = ffi { context.send(SessionUpdateCodec.encode(update)) }
 
     /** Reports a tool call (created or changed); [output] becomes its text content. */
     fun toolCall(
@@ -59,28 +70,38 @@ class AgentTurn(
         kind: ToolKind? = null,
         output: String? = null,
     ) {
-        val content = output?.let { listOf<ToolCallContent>(ToolCallContent.Content(ToolCallContentBlock(text(it), null))) }
-        send(SessionUpdate.ToolCallUpdate(ToolCallUpdate(toolCallId, title = title, kind = kind, status = status, content = content)))
+        val content = output?.let { listOf<ToolCallContent>(ToolCallContentBlock(text(it))) }
+        send(ToolCallUpdate(toolCallId = toolCallId, title = title, kind = kind, status = status, content = content))
     }
 
     /** A safe point (a tool result, between model steps): steers sent meanwhile are delivered
      *  now and returned, for the model to read. */
-    fun breakPoint(kind: BreakPoint = BreakPoint.TOOL_RESULT): List<UserInput> = context.breakPoint(kind)
+    fun breakPoint(kind: BreakPoint = BreakPoint.TOOL_RESULT): List<UserInput> =
+        UserInputCodec.list.result(ffi { context.breakPoint(BreakPointCodec.encode(kind)) }, "steers")
 
     /** A model stream with no tool call pending began. */
-    fun streamStarted() = context.streamStarted()
+    fun streamStarted(): Unit = ffi { context.streamStarted() }
 
     /** That stream ended. */
-    fun streamFinished() = context.streamFinished()
+    fun streamFinished(): Unit = ffi { context.streamFinished() }
+
+    /** A model-process pause began. */
+    fun paused(): Unit = ffi { context.paused() }
+
+    /** The pause cleared. */
+    fun resumed(): Unit = ffi { context.resumed() }
 
     /** The user cancelled the turn: stop and return. */
     val cancelled: Boolean get() = context.isCancelled()
 
     /** Returns when the user cancels the turn. */
-    suspend fun awaitCancelled() = context.cancelled()
+    suspend fun awaitCancelled(): Unit = context.cancelled()
 
     /** A steer asked to cut the current model stream (`steerInStream: interrupt`). */
     val interruptRequested: Boolean get() = context.interruptRequested()
+
+    /** Returns when a steer asks to cut the current model stream. */
+    suspend fun awaitInterrupted(): Unit = context.interrupted()
 
     /** Waits [duration] unless the user cancels first; `false` when cancelled. */
     suspend fun sleep(duration: Duration): Boolean {
@@ -93,34 +114,41 @@ class AgentTurn(
         return false
     }
 
-    /** Asks the user (`session/request_permission`); returns the chosen option id, or `null`
-     *  when the request was cancelled. The default options are allow once / reject once.
-     *  [toolCallId] names the tool call the request is about (an ACP v1 client gets it as the
-     *  request's `toolCall`). */
+    /** Asks the user (`session/request_permission`); `requires_action` until answered, and a
+     *  cancel answers it [CancelledPermissionOutcome]. [toolCallId] names the tool call the
+     *  request is about (an ACP v1 client gets it as the request's `toolCall`). */
+    suspend fun requestPermission(
+        title: String,
+        options: List<PermissionOption> = ALLOW_OR_REJECT,
+        description: String? = null,
+        toolCallId: String? = null,
+    ): RequestPermissionOutcome = RequestPermissionOutcomeCodec.result(
+        ffi { context.requestPermission(title, description, PermissionOptionCodec.list.encode(options), toolCallId) },
+        "permission outcome",
+    )
+
+    /** [requestPermission], answered: the chosen option's id, or `null` when the request was
+     *  cancelled. The default options are allow once / reject once. */
     suspend fun permission(
         title: String,
         options: List<PermissionOption> = ALLOW_OR_REJECT,
         description: String? = null,
         toolCallId: String? = null,
-    ): String? =
-        when (val outcome = context.requestPermission(title, description, options, toolCallId)) {
-            is RequestPermissionOutcome.Selected -> outcome.v1.optionId
-            else -> null
-        }
+    ): String? = (requestPermission(title, options, description, toolCallId) as? SelectedPermissionOutcome)?.optionId
 
     override fun toString(): String = "AgentTurn($sessionId)"
 
     companion object {
         /** `allow` (allow once) and `reject` (reject once). */
         val ALLOW_OR_REJECT: List<PermissionOption> = listOf(
-            PermissionOption("allow", "Allow", PermissionOptionKind.AllowOnce, null),
-            PermissionOption("reject", "Reject", PermissionOptionKind.RejectOnce, null),
+            PermissionOption("allow", "Allow", PermissionOptionKind.ALLOW_ONCE),
+            PermissionOption("reject", "Reject", PermissionOptionKind.REJECT_ONCE),
         )
     }
 }
 
 /** Extend and implement [run]; the other hooks are optional. */
-abstract class Agent : AgentRuntime {
+abstract class Agent {
     /** One turn, opened by [messages] (empty for a turn the agent started itself). Return
      *  `null` to end it normally (or `cancelled` when the user cancelled), or a [TurnEnd] with
      *  another stop reason or usage. */
@@ -129,71 +157,122 @@ abstract class Agent : AgentRuntime {
     /** A client created a session. */
     open suspend fun opened(sessionId: String, setup: SessionSetup) {}
 
-    /** A client resumed a session. */
+    /** A client resumed a session (its history was already replayed). */
     open suspend fun resumed(sessionId: String, setup: SessionSetup) {}
 
     /** A session closed; [dropped] were pending and will never be delivered. */
     open suspend fun closed(sessionId: String, dropped: List<PendingInject>) {}
+}
 
-    // The runtime interface the library calls.
-    final override suspend fun runTurn(turn: TurnContext, input: List<UserInput>): TurnEnd {
+/** What a callback of the library hands back: a value, or the error it raised, encoded. */
+private suspend inline fun <T> callback(body: () -> T): T = try {
+    body()
+} catch (e: CancellationException) {
+    throw e
+} catch (e: AcpException) {
+    throw e.toFfi()
+} catch (e: Exception) {
+    throw AcpException.Internal("${e.javaClass.name}: ${e.message}").toFfi()
+}
+
+/** The runtime interface the library calls, over an [Agent]. */
+private class Runtime(private val agent: Agent) : FfiAgentRuntime {
+    override suspend fun runTurn(turn: FfiTurnContext, input: ByteArray): ByteArray = callback {
         val t = AgentTurn(turn)
-        return try {
-            run(t, input) ?: TurnEnd(if (t.cancelled) StopReason.Cancelled else StopReason.EndTurn, null)
-        } catch (e: AcpException.Host) {
-            // The session was closed under the turn: nothing more can reach the client.
-            if (e.error != HostError.SessionClosed) throw e
-            TurnEnd(StopReason.Cancelled, null)
-        }
+        val end = agent.run(t, UserInputCodec.list.decode(input))
+            ?: TurnEnd(if (t.cancelled) StopReason.CANCELLED else StopReason.END_TURN)
+        TurnEndCodec.encode(end)
     }
 
-    final override suspend fun sessionOpened(sessionId: String, setup: SessionSetup) = opened(sessionId, setup)
+    override suspend fun sessionOpened(sessionId: String, setup: ByteArray) = callback { agent.opened(sessionId, SessionSetupCodec.decode(setup)) }
 
-    final override suspend fun sessionResumed(sessionId: String, setup: SessionSetup) = resumed(sessionId, setup)
+    override suspend fun sessionResumed(sessionId: String, setup: ByteArray) = callback { agent.resumed(sessionId, SessionSetupCodec.decode(setup)) }
 
-    final override suspend fun sessionClosed(sessionId: String, dropped: List<PendingInject>) = closed(sessionId, dropped)
+    override suspend fun sessionClosed(sessionId: String, dropped: ByteArray) =
+        callback { agent.closed(sessionId, PendingInjectCodec.list.decode(dropped)) }
 }
+
+private fun server(agent: Agent, config: AgentConfig, store: String?): FfiAgentServer =
+    ffi { FfiAgentServer(Runtime(agent), AgentConfigCodec.encode(config), store) }
 
 /** The default configuration (queue and steer, replace) under this agent's name;
  *  [steerInStream] `INTERRUPT` cuts the model stream for a steer instead of finishing it. */
-fun agentConfig(name: String, version: String = "0.1.0", steerInStream: SteerInStream = SteerInStream.FINISH): AgentConfig =
-    defaultAgentConfig().apply {
-        info = AgentInfo(name, version)
-        inject?.steerInStream = listOf(steerInStream)
-        policy.steerInStream = steerInStream
-    }
+fun agentConfig(name: String, version: String = "0.1.0", steerInStream: SteerInStream = SteerInStream.FINISH): AgentConfig {
+    val default = defaultAgentConfig()
+    return default.copy(
+        info = AgentInfo(name = name, version = version),
+        inject = default.inject?.copy(steerInStream = listOf(steerInStream)),
+        policy = default.policy.copy(steerInStream = steerInStream),
+    )
+}
 
 /** Serves [agent] over this process's stdin/stdout until the client closes stdin. With
  *  [store], sessions outlive the process: a file path is SQLite; a `postgres://` URL is a
  *  PostgreSQL database several agent hosts share
  *  (`postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N`, each host its own `NAME`). */
 suspend fun serveStdio(agent: Agent, config: AgentConfig = agentConfig(agent.javaClass.simpleName), store: String? = null) {
-    AgentServer(agent, config, store).use { it.runStdio() }
+    val server = server(agent, config, store)
+    try {
+        ffi { server.runStdio() }
+    } finally {
+        server.destroy()
+    }
 }
 
 /**
- * An agent serving over the network (see [listen]): its endpoint's [url]; [close] stops it.
+ * An agent serving over the network (see [listen]): its endpoint's [url]. [close] stops it
+ * ([use] at the end of a block); like [Client], it suspends rather than blocking a thread.
  */
-class Listening(
-    /** The generated object underneath. */
-    val server: AgentServer,
+class Listening internal constructor(
+    private val server: FfiAgentServer,
     /** The endpoint: `http://HOST:PORT/acp` (WebSocket clients use `ws://` on the same path). */
     val url: String,
-) : AutoCloseable {
+) {
+    private val closed = AtomicBoolean(false)
+
     /** The live sessions. */
     val sessions: List<String> get() = server.sessions()
 
-    /** Stops listening (every connection ends) and cancels the running turns. */
-    suspend fun stop() = server.shutdown()
+    /** Starts a turn in a session with no user message. */
+    fun startTurn(sessionId: String): Unit = ffi { server.startTurn(sessionId) }
 
-    /** [stop], blocking the calling thread. */
-    override fun close() = runBlocking { stop() }
+    /** Closes a session from the agent's side. */
+    fun closeSession(sessionId: String): Unit = ffi { server.closeSession(sessionId) }
+
+    /** Waits until the server stops because its store failed, then throws [AcpException.Store]
+     *  saying why (on a store several hosts share: a session another host took over while this
+     *  one was paused or cut off). Every connection was dropped by then: stop and start again. */
+    suspend fun stopped(): Nothing {
+        ffi { server.stopped() }
+        throw AcpException.Store("the server stopped")
+    }
+
+    /** Stops listening (every connection ends) and cancels the running turns. Idempotent. */
+    suspend fun close() {
+        if (!closed.compareAndSet(false, true)) return
+        try {
+            withContext(NonCancellable) { server.shutdown() }
+        } finally {
+            server.destroy()
+        }
+    }
+
+    override fun toString(): String = "Listening($url)"
+}
+
+/** Runs [block] with this server, then [closes][Listening.close] it, also when [block] throws. */
+suspend inline fun <R> Listening.use(block: (Listening) -> R): R {
+    try {
+        return block(this)
+    } finally {
+        withContext(NonCancellable) { close() }
+    }
 }
 
 /**
  * Serves [agent] over the network on [addr] (`HOST:PORT`; port 0 picks a free one): the
  * upstream Streamable HTTP & WebSocket transport on `/acp`. Returns once bound; serving goes on
- * until [Listening.stop]. Every client is one connection of the same agent: a session outlives
+ * until [Listening.close]. Every client is one connection of the same agent: a session outlives
  * the connection that opened it, and a client that reconnects resumes it. Anything but a
  * loopback address needs [token] (clients send `Authorization: Bearer <token>`), or
  * [AcpException.Config] is thrown; [allowedOrigins] lists the browser origins that may call.
@@ -206,8 +285,14 @@ suspend fun listen(
     token: String? = null,
     allowedOrigins: List<String> = emptyList(),
 ): Listening {
-    val server = AgentServer(agent, config, store)
-    return Listening(server, server.listen(addr, token, allowedOrigins))
+    val server = server(agent, config, store)
+    val url = try {
+        ffi { server.listen(addr, token, allowedOrigins) }
+    } catch (e: Throwable) {
+        server.destroy()
+        throw e
+    }
+    return Listening(server, url)
 }
 
 /**
@@ -215,7 +300,8 @@ suspend fun listen(
  * (`HOST:PORT`), over the network until the process is stopped (see [listen]; the endpoint's
  * URL is printed on stdout). Then stops the library's threads. Over the network, a store
  * failure ends it with [AcpException.Store] (on a `postgres://` store several hosts share: a
- * session another host took over while this one was paused); restart the process.
+ * session another host took over while this one was paused); restart the process. Blocks the
+ * calling thread: it is a program's `main`.
  */
 fun runAgent(
     agent: Agent,
@@ -230,13 +316,10 @@ fun runAgent(
             if (listen == null) {
                 serveStdio(agent, config, store)
             } else {
-                val listening = listen(agent, listen, config, store, token, allowedOrigins)
-                println(listening.url)
-                System.out.flush()
-                try {
-                    listening.server.stopped()
-                } finally {
-                    kotlinx.coroutines.withContext(kotlinx.coroutines.NonCancellable) { listening.stop() }
+                listen(agent, listen, config, store, token, allowedOrigins).use { listening ->
+                    println(listening.url)
+                    System.out.flush()
+                    listening.stopped()
                 }
             }
         }

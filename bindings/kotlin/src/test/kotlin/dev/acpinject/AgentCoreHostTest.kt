@@ -13,14 +13,14 @@ import kotlin.test.assertTrue
 class AgentCoreHostTest {
     private class Host : AutoCloseable {
         val agent = AgentCore(defaultAgentConfig())
-        val client = ClientCore(1uL shl 20)
+        val client = ClientCore(1L shl 20)
         val events = mutableListOf<Event>()
-        val answered = mutableListOf<RuntimeAction.PermissionAnswered>()
+        val answered = mutableListOf<PermissionAnswered>()
         var waitingOn: RequestId? = null
 
         init {
             agent.attach(CONNECTION, ConnectionRole.CONTROLLER)
-            client.initialize(Implementation("host-test", null, "1", null), true)
+            client.initialize(Implementation(name = "host-test", version = "1"))
             pump()
         }
 
@@ -36,27 +36,27 @@ class AgentCoreHostTest {
 
         /** The agent's lines go to the client in 5-byte reads; its actions run the turn. */
         fun carry(outputs: List<Output>) {
-            val bytes = outputs.filterIsInstance<Output.Line>().filter { CONNECTION in it.to }.joinToString("") { it.line + "\n" }.toByteArray()
+            val bytes = outputs.filterIsInstance<Line>().filter { CONNECTION in it.to }.joinToString("") { it.line + "\n" }.toByteArray()
             for (chunk in bytes.asList().chunked(5)) events += client.receiveBytes(chunk.toByteArray())
-            for (action in outputs.filterIsInstance<Output.Action>()) act(action.session, action.action)
+            for (action in outputs.filterIsInstance<Action>()) act(action.session, action.action)
         }
 
         fun act(session: String, action: RuntimeAction) {
             when (action) {
-                is RuntimeAction.StartTurn -> {
+                is StartTurn -> {
                     val options = listOf(
-                        PermissionOption("allow", "Allow", PermissionOptionKind.AllowOnce, null),
-                        PermissionOption("reject", "Reject", PermissionOptionKind.RejectOnce, null),
+                        PermissionOption("allow", "Allow", PermissionOptionKind.ALLOW_ONCE),
+                        PermissionOption("reject", "Reject", PermissionOptionKind.REJECT_ONCE),
                     )
-                    val sent = agent.requestPermission(session, PermissionAsk("Run the tests?", null, options, null))
+                    val sent = agent.requestPermission(session, PermissionAsk(title = "Run the tests?", options = options))
                     waitingOn = sent.requestId
                     carry(sent.outputs)
                 }
-                is RuntimeAction.PermissionAnswered -> {
+                is PermissionAnswered -> {
                     answered += action
                     if (action.requestId == waitingOn) {
                         waitingOn = null
-                        carry(agent.runtimeEvent(session, RuntimeEvent.TurnEnded(StopReason.EndTurn, null)))
+                        carry(agent.runtimeEvent(session, TurnEnd(StopReason.END_TURN)))
                     }
                 }
                 else -> {}
@@ -77,23 +77,23 @@ class AgentCoreHostTest {
     fun `a host with its own I-O serves a turn with a permission request answered`() = Host().use { h ->
         val request = h.client.newSession("/tmp", emptyList(), emptyList())
         h.pump()
-        val created = h.events.filterIsInstance<Event.Answered>().single { it.request == request }
-        val session = assertIs<Answer.SessionCreated>(created.outcome).sessionId
+        val created = h.events.filterIsInstance<Answered>().single { it.request == request }
+        val session = assertIs<SessionCreated>(created.outcome).sessionId
 
         h.client.prompt(session, listOf(text("please run the tests")))
         h.pump()
-        val asked = h.events.filterIsInstance<Event.PermissionRequested>().single()
+        val asked = h.events.filterIsInstance<PermissionRequested>().single()
         assertEquals("Run the tests?", asked.params.title)
         assertEquals(TurnState.REQUIRES_ACTION, h.client.snapshot(session)!!.state)
 
-        h.client.answerPermission(asked.request, RequestPermissionOutcome.Selected(SelectedPermissionOutcome("allow", null)))
+        h.client.answerPermission(asked.request, SelectedPermissionOutcome("allow"))
         h.pump()
         val answer = h.answered.single()
         assertEquals(asked.request, answer.requestId, "the answer is routed to the request the core sent")
-        assertEquals("allow", assertIs<RequestPermissionOutcome.Selected>(answer.outcome).v1.optionId)
+        assertEquals("allow", assertIs<SelectedPermissionOutcome>(answer.outcome).optionId)
         val snap = h.client.snapshot(session)!!
         assertEquals(TurnState.IDLE, snap.state)
-        assertEquals(StopReason.EndTurn, snap.stopReason)
+        assertEquals(StopReason.END_TURN, snap.stopReason)
         assertTrue(h.agent.pending(session).isEmpty())
     }
 
@@ -101,17 +101,17 @@ class AgentCoreHostTest {
     fun `a cancel answers the open request cancelled and a late answer is ignored`() = Host().use { h ->
         val request = h.client.newSession("/tmp", emptyList(), emptyList())
         h.pump()
-        val session = assertIs<Answer.SessionCreated>(h.events.filterIsInstance<Event.Answered>().single { it.request == request }.outcome).sessionId
+        val session = assertIs<SessionCreated>(h.events.filterIsInstance<Answered>().single { it.request == request }.outcome).sessionId
         h.client.prompt(session, listOf(text("go")))
         h.pump()
-        val asked = h.events.filterIsInstance<Event.PermissionRequested>().single()
+        val asked = h.events.filterIsInstance<PermissionRequested>().single()
         h.client.cancel(session)
         h.pump()
         val answer = h.answered.single()
         assertEquals(asked.request, answer.requestId)
-        assertIs<RequestPermissionOutcome.Cancelled>(answer.outcome)
+        assertIs<CancelledPermissionOutcome>(answer.outcome)
         // The client's own cancelled answer (ACP asks clients to send one) changes nothing.
-        h.client.answerPermission(asked.request, RequestPermissionOutcome.Cancelled(CancelledPermissionOutcome(null)))
+        h.client.answerPermission(asked.request, CancelledPermissionOutcome())
         h.pump()
         assertEquals(1, h.answered.size)
     }

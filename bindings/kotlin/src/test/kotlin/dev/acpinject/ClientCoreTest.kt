@@ -13,13 +13,13 @@ import kotlin.test.assertTrue
  */
 class Wire(config: AgentConfig = defaultAgentConfig()) : AutoCloseable {
     val agent = AgentCore(config)
-    val client = ClientCore(16uL shl 20)
+    val client = ClientCore(16L shl 20)
     val events = mutableListOf<Event>()
-    val actions = mutableListOf<Output.Action>()
+    val actions = mutableListOf<Action>()
 
     init {
         agent.attach(CONNECTION, ConnectionRole.CONTROLLER)
-        client.initialize(Implementation("wire", null, "1", null), true)
+        client.initialize(Implementation(name = "wire", version = "1"))
         pump()
     }
 
@@ -41,8 +41,8 @@ class Wire(config: AgentConfig = defaultAgentConfig()) : AutoCloseable {
 
     private fun deliver(out: Output) {
         when (out) {
-            is Output.Line -> if (CONNECTION in out.to) events += client.receive(out.line)
-            is Output.Action -> actions += out
+            is Line -> if (CONNECTION in out.to) events += client.receive(out.line)
+            is Action -> actions += out
         }
     }
 
@@ -51,11 +51,10 @@ class Wire(config: AgentConfig = defaultAgentConfig()) : AutoCloseable {
         val request = client.newSession(cwd, emptyList(), emptyList())
         pump()
         val answer = answerTo(request)
-        return assertIs<Answer.SessionCreated>(answer.outcome).sessionId
+        return assertIs<SessionCreated>(answer.outcome).sessionId
     }
 
-    fun answerTo(request: RequestId): Event.Answered =
-        events.filterIsInstance<Event.Answered>().single { it.request == request }
+    fun answerTo(request: RequestId): Answered = events.filterIsInstance<Answered>().single { it.request == request }
 
     override fun close() {
         agent.close()
@@ -84,13 +83,13 @@ class ClientCoreTest {
         val promptAnswer = w.answerTo(prompt)
         assertEquals(s1, promptAnswer.sessionId)
         assertEquals(RequestKind.PROMPT, promptAnswer.kind)
-        val promptId = assertNotNull(assertIs<Answer.Accepted>(promptAnswer.outcome).messageId)
+        val promptId = assertNotNull(assertIs<Accepted>(promptAnswer.outcome).messageId)
 
         val steerAnswer = w.answerTo(steer)
         assertEquals(s2, steerAnswer.sessionId)
         assertEquals(RequestKind.INJECT, steerAnswer.kind)
-        val refused = assertIs<Answer.Failed>(steerAnswer.outcome).v1
-        assertEquals(ErrorReason.NoRunningTurn, refused.reason)
+        val refused = assertIs<ProtocolError>(steerAnswer.outcome)
+        assertEquals(ErrorReason.NO_RUNNING_TURN, refused.reason)
         assertEquals(-32010L, refused.code, "$refused")
 
         val snap2 = assertNotNull(w.client.snapshot(s2))
@@ -103,11 +102,11 @@ class ClientCoreTest {
         assertEquals(promptId, snap1.transcript.single { it.role == MessageRole.USER }.messageId)
         assertEquals(ItemStatus.DELIVERED, w.client.itemStatus(s1, promptId))
         // Nothing of either session's traffic landed on the other.
-        for (e in w.events.filterIsInstance<Event.Session>()) {
-            val update = (e.event as? SessionEvent.Update)?.v1 as? SessionUpdate.UserMessage ?: continue
+        for (e in w.events.filterIsInstance<InSession>()) {
+            val update = e.event as? UserMessage ?: continue
             assertEquals(s1, e.sessionId, "a user message of s1 reported on ${e.sessionId}: $update")
         }
-        assertTrue(w.events.none { it is Event.Ignored }, "ignored: ${w.events.filterIsInstance<Event.Ignored>()}")
+        assertTrue(w.events.none { it is Ignored }, "ignored: ${w.events.filterIsInstance<Ignored>()}")
     }
 
     @Test
@@ -117,15 +116,15 @@ class ClientCoreTest {
         w.client.prompt(s1, listOf(text("one")))
         w.client.prompt(s2, listOf(text("two")))
         w.pump()
-        assertTrue(w.actions.any { it.session == s2 && it.action is RuntimeAction.StartTurn })
+        assertTrue(w.actions.any { it.session == s2 && it.action is StartTurn })
         val steer = w.client.inject(s2, InjectMode.STEER, listOf(text("use auth_v2")))
         w.pump()
-        val id = assertNotNull(assertIs<Answer.Accepted>(w.answerTo(steer).outcome).messageId)
+        val id = assertNotNull(assertIs<Accepted>(w.answerTo(steer).outcome).messageId)
         assertEquals(ItemStatus.PENDING, w.client.itemStatus(s2, id))
-        w.runtime(s2, RuntimeEvent.BreakPoint(BreakPoint.TOOL_RESULT))
+        w.runtime(s2, BreakPointReached(BreakPoint.TOOL_RESULT))
         assertEquals(ItemStatus.DELIVERED, w.client.itemStatus(s2, id))
         assertEquals(null, w.client.itemStatus(s1, id))
-        val delivered = w.actions.filter { it.action is RuntimeAction.Deliver }
+        val delivered = w.actions.filter { it.action is Deliver }
         assertEquals(listOf(s2), delivered.map { it.session })
     }
 }

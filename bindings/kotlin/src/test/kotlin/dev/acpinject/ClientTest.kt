@@ -33,7 +33,7 @@ fun CoroutineScope.record(session: ClientSession): Pair<MutableList<SessionActiv
 
 /** The ids of the user messages delivered in these activities. */
 fun List<SessionActivity>.deliveredIds(): List<String> = synchronized(this) {
-    mapNotNull { (it.update as? SessionUpdate.UserMessage)?.v1?.messageId }
+    mapNotNull { (it as? UserMessage)?.messageId }
 }
 
 fun MirrorSnapshot.users(): List<TranscriptEntry> = transcript.filter { it.role == MessageRole.USER }
@@ -50,7 +50,7 @@ class ClientTest {
             val id = assertNotNull(session.prompt("fix the bug").messageId)
             val seen = mutableListOf<SessionActivity>()
             val end = session.events().first { seen += it; it.turnEnded != null }
-            assertEquals(StopReason.EndTurn, end.turnEnded)
+            assertEquals(StopReason.END_TURN, end.turnEnded)
             val fates = seen.mapNotNull { it.item }.filter { it.messageId == id }.map { it.status }
             assertEquals(ItemStatus.DELIVERED, fates.last(), "$seen")
             val snap = session.snapshot()
@@ -60,11 +60,11 @@ class ClientTest {
             assertTrue(snap.transcript.any { it.role == MessageRole.AGENT })
             assertTrue(snap.violations.isEmpty(), "${snap.violations}")
             val open = session.status()
-            assertEquals(SessionStatus.Open, open.status)
-            assertIs<StateUpdate.Idle>(open.state)
+            assertEquals(SessionStatus.OPEN, open.status)
+            assertIs<IdleStateUpdate>(open.state)
             assertTrue(client.sessions().first().sessionId == session.id)
             session.close()
-            assertEquals(SessionStatusResponse(SessionStatus.Saved, null, null), session.status())
+            assertEquals(SessionStatusResponse(SessionStatus.SAVED), session.status())
         }
     }
 
@@ -128,10 +128,10 @@ class ClientTest {
         connectQuietly(referenceAgent("--delay-ms", "5", "--tools", "2", "--permission-on-tool", "0")).use { client ->
             val session = client.newSession("/tmp/p")
             session.prompt("needs a tool")
-            val asked = assertIs<SessionActivity.PermissionRequested>(session.events().first { it is SessionActivity.PermissionRequested })
+            val asked = assertIs<PermissionRequested>(session.events().first { it is PermissionRequested })
             assertEquals(TurnState.REQUIRES_ACTION, session.snapshot().state)
             session.allow(asked.request, asked.params.options.first().optionId)
-            assertEquals(StopReason.EndTurn, session.events().first { it.turnEnded != null }.turnEnded)
+            assertEquals(StopReason.END_TURN, session.events().first { it.turnEnded != null }.turnEnded)
         }
     }
 
@@ -143,7 +143,7 @@ class ClientTest {
             until("the turn to run") { session.snapshot().state == TurnState.RUNNING }
             val queued = session.inject("after the cancel")
             session.cancel()
-            assertEquals(StopReason.Cancelled, session.events().first { it.turnEnded != null }.turnEnded)
+            assertEquals(StopReason.CANCELLED, session.events().first { it.turnEnded != null }.turnEnded)
             until("the queued message to open the next turn") { session.snapshot().users().any { it.messageId == queued } }
         }
     }
@@ -152,10 +152,10 @@ class ClientTest {
     fun `a turn is followed from its handle, with permissions answered by a handler`() = coTest {
         val asked = mutableListOf<String?>()
         val command = referenceAgent("--delay-ms", "20", "--tools", "2", "--permission-on-tool", "1")
-        connect(command, name = "kotlin-tests", onPermission = { request ->
+        connect(command, name = "kotlin-tests", forwardStderr = false, onPermission = { request ->
             asked += request.title
             request.options.first().optionId
-        }) { forwardStderr = false }.use { client ->
+        }).use { client ->
             val session = client.newSession("/tmp/turn")
             val turn = session.prompt("fix the bug")
             assertNotNull(turn.messageId)
@@ -163,16 +163,40 @@ class ClientTest {
             val queued = session.inject("then the docs")
             val seen = turn.updates().toList()
             assertTrue(turn.ended)
-            assertEquals(StopReason.EndTurn, turn.finished())
-            val delivered = seen.filterIsInstance<SessionUpdate.UserMessage>().map { it.v1.messageId }
+            assertEquals(StopReason.END_TURN, turn.finished())
+            assertEquals(seen, turn.updates().toList(), "each collector sees the whole turn")
+            val delivered = seen.filterIsInstance<UserMessage>().map { it.messageId }
             // The prompt opened the turn, the steer was delivered inside it, the queued message
             // opens the next one.
             assertEquals(turn.messageId, delivered.first())
             assertTrue(steered in delivered && queued !in delivered, "$delivered")
-            assertIs<SessionUpdate.StateUpdate>(seen.last())
-            assertTrue(seen.any { it is SessionUpdate.AgentMessageChunk })
+            assertIs<IdleStateUpdate>(seen.last())
+            assertTrue(seen.any { it is AgentMessageChunk })
             assertTrue(asked.isNotEmpty(), "the handler answered the agent's permission request")
             until("the queued message to open the next turn") { session.snapshot().users().any { it.messageId == queued } }
+        }
+    }
+
+    /**
+     * A turn's updates and the session's stream are read by one reader that hands every activity
+     * to both: following the turn takes nothing from the stream, and a collector that comes late
+     * to the turn still sees it from its start.
+     */
+    @Test
+    fun `a turn and the session's stream each see every activity`() = coTest {
+        connectQuietly(referenceAgent("--delay-ms", "5", "--tools", "1")).use { client ->
+            val session = client.newSession("/tmp/both")
+            val turn = session.prompt("fix the bug")
+            val fromStream = mutableListOf<SessionActivity>()
+            session.events().first { fromStream += it; it.turnEnded != null }
+            val fromTurn = turn.updates().toList()
+            assertEquals(StopReason.END_TURN, turn.finished())
+            val streamUpdates = fromStream.filterIsInstance<SessionUpdate>().dropWhile { it !is UserMessage }
+            assertEquals(streamUpdates, fromTurn, "the same updates, in the same order")
+            assertTrue(fromStream.any { it is PendingItem }, "the stream also has the items: $fromStream")
+            // The flat classes, exhaustively, from either reader.
+            assertTrue(fromTurn.map { kindOf(it) }.any { it.startsWith("agent chunk") })
+            assertEquals("state", groupOf(fromTurn.last()))
         }
     }
 }

@@ -1,6 +1,8 @@
 package dev.acpinject
 
 import dev.acpinject.conformance.VectorRun
+import dev.acpinject.ffi.FfiException
+import kotlinx.coroutines.flow.toList
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 import kotlin.test.assertEquals
@@ -11,11 +13,12 @@ import kotlin.test.assertTrue
  *  error answers), never a crash, and the object stays usable. */
 class ErrorsTest {
     private fun AgentCore.answers(connection: String, outputs: List<Output>): List<String> =
-        outputs.filterIsInstance<Output.Line>().filter { connection in it.to }.map { it.line }
+        outputs.filterIsInstance<Line>().filter { connection in it.to }.map { it.line }
 
     @Test
     fun `the agent core answers malformed JSON, invalid UTF-8, unknown methods and huge lines`() {
-        val config = defaultAgentConfig().apply { policy.maxLineBytes = 4096uL }
+        val default = defaultAgentConfig()
+        val config = default.copy(policy = default.policy.copy(maxLineBytes = 4096))
         AgentCore(config).use { core ->
             core.attach("c1", ConnectionRole.CONTROLLER)
             val parse = core.answers("c1", core.handleLine("c1", "{not json"))
@@ -33,48 +36,57 @@ class ErrorsTest {
     }
 
     @Test
-    fun `the client core ignores what it cannot use and counts it`() = ClientCore(1024uL).use { client ->
+    fun `the client core ignores what it cannot use and counts it`() = ClientCore(1024).use { client ->
         client.openSession("s1", null)
         val events = client.receive("{not json") +
             client.receiveBytes(byteArrayOf(0xff.toByte(), 0xfe.toByte(), '\n'.code.toByte())) +
             client.receive("""{"jsonrpc":"2.0","id":99,"result":{}}""") +
             client.receive("""{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"x","pad":"${"y".repeat(4096)}"}}}""")
-        assertEquals(4, events.count { it is Event.Ignored }, "$events")
-        assertEquals(4uL, client.ignoredLines())
+        assertEquals(4, events.count { it is Ignored }, "$events")
+        assertEquals(4L, client.ignoredLines())
         val unknown = client.receive("""{"jsonrpc":"2.0","method":"session/frobnicate","params":{"sessionId":"s1"}}""")
-        assertTrue(unknown.all { it is Event.Ignored || it is Event.Session }, "$unknown")
+        // A notification this version does not handle is handed to the app as it came.
+        assertEquals("session/frobnicate", assertIs<Notification>(unknown.single()).method)
         assertEquals(TurnState.IDLE, client.snapshot("s1")!!.state)
     }
 
     @Test
     fun `calls with bad arguments raise typed exceptions`() {
-        assertIs<AcpException.Mismatch>(assertThrows<AcpException> { VectorRun("{not json") })
+        val engine = assertThrows<FfiException.Failed> { VectorRun("{not json") }
+        assertIs<AcpException.Mismatch>(Values.decode<AcpException>(engine.error))
         assertIs<AcpException.InvalidInput>(assertThrows<AcpException> { AgentCore.restore(defaultAgentConfig(), "garbage") })
-        ClientCore(1024uL).use { client ->
+        ClientCore(1024).use { client ->
             assertIs<AcpException.InvalidInput>(assertThrows<AcpException> { client.openSession("s1", "{bad mirror") })
             val e = assertThrows<AcpException.Rejected> { client.prompt("nowhere", listOf(text("x"))) }
-            assertEquals(CallRejected.UnknownSession, e.reason)
-            client.assumeCapabilities(InjectCapabilities(listOf(InjectMode.QUEUE), null, emptyList(), null))
-            client.openSession("s1", null)
+            assertEquals(CallRejected.UNKNOWN_SESSION, e.reason)
+            assertEquals("rejected UNKNOWN_SESSION", kindOf(e))
+            client.assumeCapabilities(InjectCapabilities(modes = listOf(InjectMode.QUEUE)))
+            client.openSession("s1")
             val steer = assertThrows<AcpException.Rejected> { client.inject("s1", InjectMode.STEER, listOf(text("x"))) }
-            assertEquals(CallRejected.ModeNotSupported, steer.reason)
+            assertEquals(CallRejected.MODE_NOT_SUPPORTED, steer.reason)
             assertTrue(client.takeOutgoing().isEmpty(), "a refused call sends nothing")
         }
         AgentCore(defaultAgentConfig()).use { core ->
             core.createSession("s1", "/w")
-            val host = assertThrows<AcpException.Host> { core.runtimeEvent("s1", RuntimeEvent.BreakPoint(BreakPoint.TOOL_RESULT)) }
-            assertEquals(HostError.NoTurnInProgress, host.error)
+            val host = assertThrows<AcpException.Host> { core.runtimeEvent("s1", BreakPointReached(BreakPoint.TOOL_RESULT)) }
+            assertEquals(HostError.NO_TURN_IN_PROGRESS, host.error)
             assertTrue(host.description.isNotEmpty())
         }
-        val config = defaultAgentConfig().apply { inject = InjectCapabilities(emptyList(), null, emptyList(), null) }
+        val config = defaultAgentConfig().copy(inject = InjectCapabilities(modes = emptyList()))
         assertIs<AcpException.Config>(assertThrows<AcpException> { AgentCore(config) })
+        // Bytes the caller hands over that are not the value asked for are the caller's InvalidInput.
+        assertThrows<DecodeException> { Values.decode<AgentConfig>(byteArrayOf(0x91.toByte(), 1)) }
     }
 
     @Test
     fun `a destroyed object refuses calls without crashing`() {
-        val client = ClientCore(1024uL)
+        val client = ClientCore(1024)
         client.close()
         assertThrows<IllegalStateException> { client.takeOutgoing() }
+        assertThrows<IllegalStateException> { client.receiveLine("{}") }
+        val core = AgentCore()
+        core.close()
+        assertThrows<IllegalStateException> { core.sessionIds() }
     }
 
     @Test
@@ -90,14 +102,17 @@ class ErrorsTest {
         val client = connectQuietly(referenceAgent("--delay-ms", "5"))
         val session = client.newSession("/tmp/e")
         val idle = assertThrows<AcpException.Protocol> { runBlockingIn { session.inject("x", InjectMode.STEER) } }
-        assertEquals(ErrorReason.NoRunningTurn, idle.errorReason)
+        assertEquals(ErrorReason.NO_RUNNING_TURN, idle.errorReason)
         assertEquals(-32010L, idle.error.code)
         // Not one of this client's ids: refused before anything is sent (C-PEND-3).
         val unknown = assertThrows<AcpException.Rejected> { runBlockingIn { session.revoke("msg_nope") } }
-        assertEquals(CallRejected.UnknownMessageId, unknown.reason)
+        assertEquals(CallRejected.UNKNOWN_MESSAGE_ID, unknown.reason)
         assertThrows<AcpException.Protocol> { runBlockingIn { client.resume("sess_nope", "/tmp") } }
-        client.shutdown()
+        client.close()
         client.close() // idempotent
+        assertTrue(client.isClosed)
+        session.events().toList() // the session's stream ends with the connection (no hang)
+        assertTrue(session.nextEvents().isEmpty())
         assertThrows<Exception> { runBlockingIn { session.prompt("too late") } }.let {
             assertTrue(it is AcpException.Disconnected || it is IllegalStateException, "$it")
         }

@@ -18,7 +18,7 @@ class ExampleAgentTest {
             val session = client.newSession("/tmp/example")
             val answered = launch {
                 session.events().collect { a ->
-                    if (a is SessionActivity.PermissionRequested) session.allow(a.request, "allow")
+                    if (a is PermissionRequested) session.allow(a.request, "allow")
                 }
             }
             session.prompt("fix the login test")
@@ -36,7 +36,7 @@ class ExampleAgentTest {
             assertTrue("(noted: use auth_v2)" in said, said)
             assertTrue("Done (2 message(s) handled this turn)." in said, said)
             assertTrue("Done (1 message(s) handled this turn)." in said, said)
-            assertEquals(StopReason.EndTurn, snap.stopReason)
+            assertEquals(StopReason.END_TURN, snap.stopReason)
             assertTrue(snap.violations.isEmpty(), "${snap.violations}")
         }
     }
@@ -47,8 +47,8 @@ class ExampleAgentTest {
         val id = connectQuietly(exampleAgent("--delay-ms", "1", "--store", store)).use { client ->
             val session = client.newSession("/tmp/kept")
             session.prompt("remember me")
-            session.events().first { it is SessionActivity.PermissionRequested }.let {
-                session.allow((it as SessionActivity.PermissionRequested).request, "reject")
+            session.events().first { it is PermissionRequested }.let {
+                session.allow((it as PermissionRequested).request, "reject")
             }
             session.events().first { it.turnEnded != null }
             session.id

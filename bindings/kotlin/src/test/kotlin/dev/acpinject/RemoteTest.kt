@@ -15,11 +15,11 @@ private class Started(command: List<String>) : AutoCloseable {
     private val out = process.inputStream.bufferedReader()
     val line: String = out.readLine() ?: error("${command.first()} printed nothing")
 
-    /** Sends a command line to the relay and waits for its echo. */
-    fun command(what: String) {
+    /** Sends a command line to the relay and waits for its answer ([answer]: the command itself). */
+    fun command(what: String, answer: String = what) {
         process.outputStream.write("$what\n".toByteArray())
         process.outputStream.flush()
-        check(out.readLine() == what) { "the relay did not answer $what" }
+        check(out.readLine()?.trim() == answer) { "the relay did not answer $what" }
     }
 
     override fun close() {
@@ -29,6 +29,9 @@ private class Started(command: List<String>) : AutoCloseable {
 }
 
 private val RELAY = File(WORKSPACE, "bindings/test-support/relay.py").path
+
+/** A bearer token long enough to be accepted (16 bytes at least). */
+private const val SECRET = "s3cret-s3cret-s3cret"
 
 private fun MirrorSnapshot.agentPending(): List<Pair<InjectMode, String>> = agentPending.orEmpty().map { it.mode to textOf(it.content) }
 
@@ -43,8 +46,9 @@ private suspend fun ClientSession.until(what: String, done: (MirrorSnapshot) -> 
 
 /**
  * Over the network: connect by URL to the reference agent (`--listen`) over WebSocket and over
- * Streamable HTTP, through a relay the test cuts mid-turn; reconnect, resume, find the
- * transcript and the pending list intact, and see every accepted message delivered once.
+ * Streamable HTTP, through a relay the test cuts mid-turn (over WebSocket: reconnect and resume;
+ * over Streamable HTTP the client reopens the stream by itself); find the transcript and the
+ * pending list intact, and see every accepted message delivered once.
  */
 class RemoteTest {
     private fun survivesADroppedNetwork(scheme: String) = coTest(90.seconds) {
@@ -65,16 +69,21 @@ class RemoteTest {
                 val expected = listOf(InjectMode.STEER to "now", InjectMode.QUEUE to "later", InjectMode.QUEUE to "new")
                 val before = session.until("the pending list") { it.agentPending() == expected }
 
-                // The network goes away mid-turn: the events end, calls fail with Disconnected.
+                // The network goes away mid-turn, and comes back.
                 withContext(Dispatchers.IO) { relay.command("cut") }
-                kotlinx.coroutines.withTimeout(30.seconds) { while (session.nextEvents().isNotEmpty()) Unit }
-                val dropped = session
-                assertThrows<AcpException.Disconnected> { kotlinx.coroutines.runBlocking { dropped.status() } }
-                client.close()
-
-                // A new connection resumes the session with replay: transcript and pending list intact.
-                client = connect(url, name = "kotlin-remote-test")
-                session = client.resume(session.id, "/tmp")
+                if (scheme == "ws") {
+                    // A WebSocket is the connection: the events end, calls fail with Disconnected,
+                    // and a new connection resumes the session with replay.
+                    kotlinx.coroutines.withTimeout(30.seconds) { while (session.nextEvents().isNotEmpty()) Unit }
+                    val dropped = session
+                    assertThrows<AcpException.Disconnected> { runBlockingIn { dropped.status() } }
+                    client.close()
+                    client = connect(url, name = "kotlin-remote-test")
+                    session = client.resume(session.id, "/tmp")
+                }
+                // Over Streamable HTTP the connection outlives its TCP connections: the client
+                // reopens the session's stream from the last event it read, and the session goes
+                // on as it was. Either way the transcript and the pending list are intact.
                 val after = session.until("the replay") { it.agentPending() == expected && it.state == TurnState.RUNNING }
                 assertEquals(before.transcript.map { Triple(it.role, it.messageId, textOf(it.content)) }, after.transcript.map { Triple(it.role, it.messageId, textOf(it.content)) })
 
@@ -95,6 +104,33 @@ class RemoteTest {
 
     @Test
     fun `over Streamable HTTP a session survives a dropped network`() = survivesADroppedNetwork("http")
+
+    /** The relay gives up on one session's Streamable HTTP stream mid-turn without telling the
+     *  agent; the client reopens it from the last event it read, and loses nothing. */
+    @Test
+    fun `a dropped session stream over Streamable HTTP loses nothing`() = coTest(90.seconds) {
+        // Many small chunks, so the stream is dropped while the agent is writing.
+        val agent = Started(referenceAgent("--listen", "127.0.0.1:0", "--delay-ms", "15", "--chunks", "60", "--tools", "0"))
+        val relay = Started(listOf("python3", RELAY, agent.line.substringAfter("://").substringBefore("/")))
+        fun MirrorSnapshot.agentText() = transcript.filter { it.role == MessageRole.AGENT }.joinToString("") { textOf(it.content) }
+        agent.use {
+            relay.use {
+                connect("http://${relay.line}/acp", name = "kotlin-remote-test").use { client ->
+                    val session = client.newSession("/tmp")
+                    session.prompt("stream")
+                    session.until("a few chunks") { it.agentText().length > 20 }
+                    withContext(Dispatchers.IO) { relay.command("drop-stream ${session.id}", "dropped") }
+                    val done = session.until("the turn's end") { it.state == TurnState.IDLE && it.stopReason != null }
+                    // What the client saw is what the agent recorded: the replay on a fresh connection.
+                    connect(agent.line, name = "kotlin-remote-check").use { check ->
+                        val replayed = check.resume(session.id, "/tmp").snapshot()
+                        assertEquals(replayed.agentText(), done.agentText())
+                        assertTrue(done.agentText().length > 60, done.agentText())
+                    }
+                }
+            }
+        }
+    }
 
     private class Echo : Agent() {
         override suspend fun run(turn: AgentTurn, messages: List<UserInput>): TurnEnd? {
@@ -117,14 +153,18 @@ class RemoteTest {
             }
             assertEquals(2, listening.sessions.size)
         }
-        val refused = assertThrows<AcpException.Config> { kotlinx.coroutines.runBlocking { listen(Echo(), "0.0.0.0:0") } }
+        val refused = assertThrows<AcpException.Config> { runBlockingIn { listen(Echo(), "0.0.0.0:0") } }
         assertTrue("without authentication" in refused.message.orEmpty(), refused.message)
-        listen(Echo(), "127.0.0.1:0", token = "s3cret").use { listening ->
+        // A token too short to be a secret is refused too.
+        val weak = assertThrows<AcpException.Config> { runBlockingIn { listen(Echo(), "127.0.0.1:0", token = "s3cret") } }
+        assertTrue("too short" in weak.detail, weak.detail)
+        listen(Echo(), "127.0.0.1:0", token = SECRET).use { listening ->
             for (url in listOf(listening.url, listening.url.replaceFirst("http", "ws"))) {
-                val wrong = assertThrows<AcpException.Disconnected> { kotlinx.coroutines.runBlocking { connect(url, token = "wrong") } }
+                val wrong = assertThrows<AcpException.Disconnected> { runBlockingIn { connect(url, token = "wrong") } }
                 assertTrue("401" in wrong.message.orEmpty(), wrong.message)
             }
-            connect(listening.url, token = "s3cret").use { it.newSession("/tmp") }
+            connect(listening.url, token = SECRET).use { it.newSession("/tmp") }
+            assertEquals(1, listening.sessions.size)
         }
     }
 }

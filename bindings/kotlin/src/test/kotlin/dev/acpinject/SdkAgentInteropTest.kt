@@ -31,9 +31,9 @@ class SdkAgentInteropTest {
 
             // A turn with a permission request, allowed.
             val id = kotlin.test.assertNotNull(session.prompt("fix the bug").messageId)
-            val asked = assertIs<SessionActivity.PermissionRequested>(session.events().first { it is SessionActivity.PermissionRequested })
+            val asked = assertIs<PermissionRequested>(session.events().first { it is PermissionRequested })
             session.allow(asked.request, "allow")
-            assertEquals(StopReason.EndTurn, session.events().first { it.turnEnded != null }.turnEnded)
+            assertEquals(StopReason.END_TURN, session.events().first { it.turnEnded != null }.turnEnded)
             val snap = session.snapshot()
             assertEquals(listOf(id), snap.users().map { it.messageId })
             assertTrue(snap.transcript.any { it.role == MessageRole.AGENT && textOf(it.content).contains("fix the bug") })
@@ -41,13 +41,13 @@ class SdkAgentInteropTest {
 
             // A turn cancelled mid-way.
             session.prompt("then the docs")
-            session.events().first { (it.update as? SessionUpdate.AgentMessageChunk) != null }
+            session.events().first { it is AgentMessageChunk }
             session.cancel()
-            assertEquals(StopReason.Cancelled, session.events().first { it.turnEnded != null }.turnEnded)
+            assertEquals(StopReason.CANCELLED, session.events().first { it.turnEnded != null }.turnEnded)
 
             val open = session.status()
-            assertEquals(SessionStatus.Open, open.status)
-            assertIs<StateUpdate.Idle>(open.state)
+            assertEquals(SessionStatus.OPEN, open.status)
+            assertIs<IdleStateUpdate>(open.state)
             client.sessions().first { it.sessionId == session.id }
             session.close()
         }
@@ -69,13 +69,13 @@ class SdkAgentInteropTest {
                 assertEquals("interop-sdk-agent", client.agent.info.name, endpoint)
                 val session = client.newSession("/tmp/project")
                 val id = kotlin.test.assertNotNull(session.prompt("fix the bug").messageId)
-                val asked = assertIs<SessionActivity.PermissionRequested>(session.events().first { it is SessionActivity.PermissionRequested })
+                val asked = assertIs<PermissionRequested>(session.events().first { it is PermissionRequested })
                 session.allow(asked.request, "allow")
-                assertEquals(StopReason.EndTurn, session.events().first { it.turnEnded != null }.turnEnded, endpoint)
+                assertEquals(StopReason.END_TURN, session.events().first { it.turnEnded != null }.turnEnded, endpoint)
                 val snap = session.snapshot()
                 assertEquals(listOf(id), snap.users().map { it.messageId })
                 assertTrue(snap.violations.isEmpty(), "${snap.violations}")
-                assertEquals(SessionStatus.Open, session.status().status)
+                assertEquals(SessionStatus.OPEN, session.status().status)
                 session.close()
             }
         }
@@ -96,11 +96,11 @@ class SdkAgentInteropTest {
         val report = File.createTempFile("sdk-v1-agent-report", ".json").apply { delete() }
         val argv = command!!.split("\n") + listOf("--delay-ms", "20", "--report", report.path)
         connectQuietly(argv).use { client ->
-            assertEquals(1.toUShort(), client.agent.protocolVersion, "the agent speaks ACP v1")
+            assertEquals(1, client.agent.protocolVersion, "the agent speaks ACP v1")
             assertNull(client.inject, "a v1 agent takes no session/inject")
             val session = client.newSession("/tmp/project")
             val allowing = launch {
-                session.events().collect { if (it is SessionActivity.PermissionRequested) session.allow(it.request, "allow") }
+                session.events().collect { if (it is PermissionRequested) session.allow(it.request, "allow") }
             }
             session.prompt("fix the bug")
             until("the turn to run") { session.snapshot().state == TurnState.RUNNING }
@@ -110,7 +110,7 @@ class SdkAgentInteropTest {
             val draft = session.inject("draft")
             session.replace(draft, "final text")
             val steer = assertFailsWith<AcpException.Rejected> { session.inject("now", InjectMode.STEER) }
-            assertEquals(CallRejected.SteerNotSupported, steer.reason)
+            assertEquals(CallRejected.STEER_NOT_SUPPORTED, steer.reason)
             val held = session.snapshot().pending
             assertEquals(listOf(later, draft), held.map { it.messageId })
             assertTrue(held.all { it.held }, "$held")
@@ -119,7 +119,7 @@ class SdkAgentInteropTest {
                 val snap = session.snapshot()
                 snap.users().map { textOf(it.content) } == wanted && snap.state == TurnState.IDLE && snap.pending.isEmpty()
             }
-            assertIs<StopReason.EndTurn>(session.snapshot().stopReason)
+            assertEquals(StopReason.END_TURN, session.snapshot().stopReason)
             assertTrue(session.snapshot().violations.isEmpty())
             allowing.cancel()
         }

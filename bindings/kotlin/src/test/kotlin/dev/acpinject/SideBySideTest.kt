@@ -61,15 +61,15 @@ class SideBySideTest {
             connectQuietly(program("${name}AgentKt")).use { agent ->
                 val session = agent.newSession("/tmp/side-by-side")
                 session.prompt("reject this")
-                val asked = assertIs<SessionActivity.PermissionRequested>(session.events().first { it is SessionActivity.PermissionRequested })
+                val asked = assertIs<PermissionRequested>(session.events().first { it is PermissionRequested })
                 session.allow(asked.request, "reject")
-                val failed = session.events().first { (it.update as? SessionUpdate.ToolCallUpdate)?.v1?.status == ToolCallStatus.Failed }
-                assertEquals(StopReason.EndTurn, session.events().first { it.turnEnded != null }.turnEnded, "$name after $failed")
+                val failed = session.events().first { (it as? ToolCallUpdate)?.status == ToolCallStatus.FAILED }
+                assertEquals(StopReason.END_TURN, session.events().first { it.turnEnded != null }.turnEnded, "$name after $failed")
 
                 session.prompt("cancel this")
-                session.events().first { it is SessionActivity.PermissionRequested }
+                session.events().first { it is PermissionRequested }
                 session.cancel()
-                assertEquals(StopReason.Cancelled, session.events().first { it.turnEnded != null }.turnEnded, name)
+                assertEquals(StopReason.CANCELLED, session.events().first { it.turnEnded != null }.turnEnded, name)
                 assertTrue(session.snapshot().violations.isEmpty(), "$name: ${session.snapshot().violations}")
             }
         }

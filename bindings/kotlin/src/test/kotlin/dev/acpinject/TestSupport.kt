@@ -44,4 +44,4 @@ fun exampleAgent(vararg args: String): List<String> = listOf(
 fun coTest(deadline: Duration = 60.seconds, body: suspend CoroutineScope.() -> Unit) = runBlocking { withTimeout(deadline) { body() } }
 
 /** Connects to [command], quietly (the agents' stderr stays out of the test report). */
-suspend fun connectQuietly(command: List<String>): Client = connect(command, name = "kotlin-tests") { forwardStderr = false }
+suspend fun connectQuietly(command: List<String>): Client = connect(command, name = "kotlin-tests", forwardStderr = false)

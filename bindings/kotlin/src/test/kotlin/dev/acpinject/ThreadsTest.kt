@@ -29,7 +29,7 @@ class ThreadsTest {
                     w.client.inject(s, InjectMode.QUEUE, listOf(text("$s #$i")))
                     // Another thread may take this line: any thread forwards whatever is queued.
                     for (line in w.client.takeOutgoing()) for (out in w.agent.handleLine(Wire.CONNECTION, line)) {
-                        if (out is Output.Line && Wire.CONNECTION in out.to) w.client.receive(out.line)
+                        if (out is Line && Wire.CONNECTION in out.to) w.client.receive(out.line)
                     }
                     w.client.snapshot(s)
                 }
@@ -46,12 +46,12 @@ class ThreadsTest {
             // The first inject found the session idle and opened a turn; the others wait.
             val pending = w.agent.pending(s)
             assertEquals(perThread - 1, pending.size, "agent-side pending of $s")
-            assertEquals((0 until perThread).map { "$s #$it" }.toSet() - pending.map { textOf(it.content) }.toSet(), setOf(textOf(w.agent.history(s).filterIsInstance<HistoryEntry.User>().single().content)))
+            assertEquals((0 until perThread).map { "$s #$it" }.toSet() - pending.map { textOf(it.content) }.toSet(), setOf(textOf(w.agent.history(s).filterIsInstance<DeliveredMessage>().single().content)))
             val items = w.client.snapshot(s)!!.pending
             assertEquals(perThread - 1, items.count { it.status == ItemStatus.PENDING }, "client-side pending of $s: $items")
             assertEquals(pending.map { it.messageId }.toSet(), items.filter { it.status == ItemStatus.PENDING }.map { it.messageId }.toSet())
         }
-        assertEquals(0uL, w.client.ignoredLines())
+        assertEquals(0L, w.client.ignoredLines())
     }
 
     @Test

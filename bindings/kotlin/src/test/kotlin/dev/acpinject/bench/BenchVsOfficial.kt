@@ -29,12 +29,12 @@ import com.agentclientprotocol.rpc.JsonRpcNotification
 import com.agentclientprotocol.rpc.decodeJsonRpcMessage
 import dev.acpinject.ClientCore
 import dev.acpinject.Event
+import dev.acpinject.InSession
 import dev.acpinject.InjectCapabilities
 import dev.acpinject.InjectMode
-import dev.acpinject.SessionEvent
+import dev.acpinject.SessionUpdate as OurSessionUpdate
 import dev.acpinject.SteerInStream
-import dev.acpinject.libraryVersion
-import dev.acpinject.receiveLine
+import dev.acpinject.ffi.libraryVersion
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.buildJsonArray
@@ -82,12 +82,12 @@ fun streamSha256(bytes: ByteArray): String =
     MessageDigest.getInstance("SHA-256").digest(bytes).joinToString("") { "%02x".format(it) }
 
 /** Both modes, replace, `finish`: what the default agent advertises. */
-val FULL_CAPS = InjectCapabilities(listOf(InjectMode.QUEUE, InjectMode.STEER), null, listOf(SteerInStream.FINISH), null)
+val FULL_CAPS = InjectCapabilities(modes = listOf(InjectMode.QUEUE, InjectMode.STEER), steerInStream = listOf(SteerInStream.FINISH))
 
 /** A client connection with the bench's session open, as after `session/new`. */
-fun benchClient(): ClientCore = ClientCore(16uL shl 20).also {
+fun benchClient(): ClientCore = ClientCore(16L shl 20).also {
     it.assumeCapabilities(FULL_CAPS)
-    it.openSession("sess_1", null)
+    it.openSession("sess_1")
 }
 
 /** Both sides must accept every line, or the comparison means nothing: the official models
@@ -110,9 +110,9 @@ fun checkBothAccept(lines: List<String>) {
     benchClient().use { c ->
         for ((idx, line) in lines.withIndex()) {
             val events = c.receive(line)
-            check(events.size == 1 && ((events[0] as? Event.Session)?.event is SessionEvent.Update)) { "ours read line $idx as $events" }
+            check(events.size == 1 && ((events[0] as? InSession)?.event is OurSessionUpdate)) { "ours read line $idx as $events" }
         }
-        check(c.ignoredLines() == 0uL) { "ours ignored lines" }
+        check(c.ignoredLines() == 0L) { "ours ignored lines" }
         val snap = c.snapshot("sess_1")!!
         check(snap.violations.isEmpty()) { "ours found violations: ${snap.violations}" }
         check(snap.transcript.isNotEmpty())
@@ -122,7 +122,7 @@ fun checkBothAccept(lines: List<String>) {
 private fun median(xs: List<Double>): Double = xs.sorted()[xs.size / 2]
 
 /** What every contender does with a line's result: look at it, so the JIT cannot drop it. */
-private fun touch(events: List<Event>): Long = events.size.toLong() + ((events.firstOrNull() as? Event.Session)?.sessionId?.length ?: 0)
+private fun touch(events: List<Event>): Long = events.size.toLong() + ((events.firstOrNull() as? InSession)?.sessionId?.length ?: 0)
 
 fun main(args: Array<String>) {
     fun arg(name: String): String? = args.indexOf(name).takeIf { it >= 0 }?.let { args[it + 1] }

@@ -4,7 +4,7 @@
 
 @file:Suppress("NAME_SHADOWING")
 
-package dev.acpinject
+package dev.acpinject.ffi
 
 // Common helper code.
 //
@@ -783,6 +783,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_clientcore_assume_initialized(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_cancel(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_clientcore_close(
@@ -835,13 +837,23 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_connection_agent(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_authenticate(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_connection_close(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_ext_notify(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_ext_request(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_connection_ignored(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_connection_list_sessions(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_logout(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_connection_new_session(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_connection_next_notification(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_connection_resume(
     ): Int
@@ -1020,6 +1032,8 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(`ptr`: Long,`inject`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_clientcore_assume_initialized(`ptr`: Long,`agent`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_cancel(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_clientcore_close(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1076,13 +1090,23 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_connection_agent(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_connection_authenticate(`ptr`: Long,`methodId`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_acp_inject_ffi_fn_method_connection_close(`ptr`: Long,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_connection_ext_notify(`ptr`: Long,`method`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_connection_ext_request(`ptr`: Long,`method`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_connection_ignored(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_connection_list_sessions(`ptr`: Long,`cwd`: RustBuffer.ByValue,`cursor`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_connection_logout(`ptr`: Long,
+    ): Long
     external fun uniffi_acp_inject_ffi_fn_method_connection_new_session(`ptr`: Long,`cwd`: RustBuffer.ByValue,`additionalDirectories`: RustBuffer.ByValue,`mcpServers`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_connection_next_notification(`ptr`: Long,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_connection_resume(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`cwd`: RustBuffer.ByValue,`replay`: Byte,
     ): Long
@@ -1403,6 +1427,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() and 0xFFFF) != 20) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_assume_initialized() and 0xFFFF) != 3130) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() and 0xFFFF) != 63349) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1481,7 +1508,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_agent() and 0xFFFF) != 21625) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_authenticate() and 0xFFFF) != 11797) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_close() and 0xFFFF) != 37947) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_ext_notify() and 0xFFFF) != 37223) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_ext_request() and 0xFFFF) != 3805) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_ignored() and 0xFFFF) != 28865) {
@@ -1490,7 +1526,13 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() and 0xFFFF) != 46794) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_logout() and 0xFFFF) != 2088) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_new_session() and 0xFFFF) != 18876) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_next_notification() and 0xFFFF) != 2553) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_connection_resume() and 0xFFFF) != 5329) {
@@ -1547,7 +1589,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() and 0xFFFF) != 1025) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 41243) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 49158) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() and 0xFFFF) != 45764) {
@@ -3585,7 +3627,7 @@ public interface AgentServerInterface {
      * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
      * serving goes on in the background until `shutdown`. Anything but a loopback address
      * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-     * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+     * with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
      */
     suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `allowedOrigins`: List<kotlin.String>): kotlin.String
     
@@ -3766,7 +3808,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
      * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
      * serving goes on in the background until `shutdown`. Anything but a loopback address
      * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-     * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+     * with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
      */
     @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
@@ -4061,6 +4103,13 @@ public interface ClientCoreInterface {
      * `steerInStream` is accepted, as ACP PR #2043 allows).
      */
     fun `assumeCapabilities`(`inject`: kotlin.ByteArray)
+    
+    /**
+     * Takes the agent's whole `initialize` answer (an `InitializeResponse`) as known, without
+     * an `initialize` exchange (a restored app): its version, its `session.inject`, and the
+     * extensions its `_meta` advertises (steering, C-STEERING-1).
+     */
+    fun `assumeInitialized`(`agent`: kotlin.ByteArray)
     
     /**
      * `session/cancel`.
@@ -4366,6 +4415,25 @@ open class ClientCore: Disposable, AutoCloseable, ClientCoreInterface
         it,
         
         FfiConverterByteArray.lower(`inject`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Takes the agent's whole `initialize` answer (an `InitializeResponse`) as known, without
+     * an `initialize` exchange (a restored app): its version, its `session.inject`, and the
+     * extensions its `_meta` advertises (steering, C-STEERING-1).
+     */
+    @Throws(FfiException::class)override fun `assumeInitialized`(`agent`: kotlin.ByteArray)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(FfiException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_clientcore_assume_initialized(
+        it,
+        
+        FfiConverterByteArray.lower(`agent`),_status)
 }
     }
     
@@ -4975,9 +5043,28 @@ public interface ConnectionInterface {
     fun `agent`(): kotlin.ByteArray
     
     /**
+     * `auth/login` with one of the agent's `authMethods` (`authenticate` to a version 1
+     * agent); refused locally (`AcpError.Rejected`) for a method the agent does not advertise
+     * or a `terminal` one.
+     */
+    suspend fun `authenticate`(`methodId`: kotlin.String)
+    
+    /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
      */
     suspend fun `shutdown`()
+    
+    /**
+     * A notification of an extension (`method` starts with `_`) with `params` (encoded
+     * optional JSON).
+     */
+    fun `extNotify`(`method`: kotlin.String, `params`: kotlin.ByteArray)
+    
+    /**
+     * A request of an extension (`method` starts with `_`) with `params` (encoded optional
+     * JSON: an object or an array); the agent's result (encoded JSON).
+     */
+    suspend fun `extRequest`(`method`: kotlin.String, `params`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
      * Lines the connection could not use, most recent last.
@@ -4990,9 +5077,21 @@ public interface ConnectionInterface {
     suspend fun `listSessions`(`cwd`: kotlin.String?, `cursor`: kotlin.String?): kotlin.ByteArray
     
     /**
+     * `auth/logout`.
+     */
+    suspend fun `logout`()
+    
+    /**
      * `session/new` with `mcp_servers` (a list of `McpServer`).
      */
     suspend fun `newSession`(`cwd`: kotlin.String, `additionalDirectories`: List<kotlin.String>, `mcpServers`: kotlin.ByteArray): Session
+    
+    /**
+     * Waits for the next notification of the agent's that the library does not handle (an
+     * extension's, or a method it does not know): an `Event` (`Notification`), encoded.
+     * `AcpError.Disconnected` once the connection has ended and none is left.
+     */
+    suspend fun `nextNotification`(): kotlin.ByteArray
     
     /**
      * `session/resume`; with `replay` the conversation is replayed into the session first.
@@ -5124,6 +5223,34 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
 
     
     /**
+     * `auth/login` with one of the agent's `authMethods` (`authenticate` to a version 1
+     * agent); refused locally (`AcpError.Rejected`) for a method the agent does not advertise
+     * or a `terminal` one.
+     */
+    @Throws(FfiException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `authenticate`(`methodId`: kotlin.String) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_authenticate(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`methodId`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        FfiException.ErrorHandler,
+    )
+    }
+
+    
+    /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
      */
     @Throws(FfiException::class)
@@ -5142,6 +5269,52 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
         // lift function
         { },
         
+        // Error FFI converter
+        FfiException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A notification of an extension (`method` starts with `_`) with `params` (encoded
+     * optional JSON).
+     */
+    @Throws(FfiException::class)override fun `extNotify`(`method`: kotlin.String, `params`: kotlin.ByteArray)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(FfiException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ext_notify(
+        it,
+        
+        FfiConverterString.lower(`method`),
+        FfiConverterByteArray.lower(`params`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * A request of an extension (`method` starts with `_`) with `params` (encoded optional
+     * JSON: an object or an array); the agent's result (encoded JSON).
+     */
+    @Throws(FfiException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `extRequest`(`method`: kotlin.String, `params`: kotlin.ByteArray) : kotlin.ByteArray {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_ext_request(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`method`),
+        FfiConverterByteArray.lower(`params`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterByteArray.lift(it) },
         // Error FFI converter
         FfiException.ErrorHandler,
     )
@@ -5191,6 +5364,31 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
 
     
     /**
+     * `auth/logout`.
+     */
+    @Throws(FfiException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `logout`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_logout(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        FfiException.ErrorHandler,
+    )
+    }
+
+    
+    /**
      * `session/new` with `mcp_servers` (a list of `McpServer`).
      */
     @Throws(FfiException::class)
@@ -5211,6 +5409,32 @@ open class Connection: Disposable, AutoCloseable, ConnectionInterface
         { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_u64(future) },
         // lift function
         { FfiConverterTypeSession.lift(it) },
+        // Error FFI converter
+        FfiException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Waits for the next notification of the agent's that the library does not handle (an
+     * extension's, or a method it does not know): an `Event` (`Notification`), encoded.
+     * `AcpError.Disconnected` once the connection has ended and none is left.
+     */
+    @Throws(FfiException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `nextNotification`() : kotlin.ByteArray {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_connection_next_notification(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterByteArray.lift(it) },
         // Error FFI converter
         FfiException.ErrorHandler,
     )
@@ -6504,15 +6728,13 @@ sealed class FfiException: kotlin.Exception() {
         /**
          * The error's message.
          */
-        val `message`: kotlin.String, 
+        override val `message`: kotlin.String, 
         
         /**
          * The error, encoded.
          */
         val `error`: kotlin.ByteArray
         ) : FfiException() {
-        override val message
-            get() = "message=${ `message` }, error=${ `error` }"
     }
     
 

@@ -4,7 +4,8 @@
 
 The agent runs against the mock of the Anthropic Messages API (mock-anthropic.mjs), whose log
 of requests shows what reached the model; the caller starts the mock and gives the agent its
-environment (run.mjs does both). On one connection, then on a second agent process:
+environment in the command (`env VAR=… node …/dist/index.js`: xtask/src/shipping.rs). On one
+connection, then on a second agent process:
 
 - a prompt, answered with a reply that quotes it (the model saw it);
 - a steer mid-turn: on v1 through the steering extension the agent advertises

@@ -3,7 +3,8 @@
 //! cache, and run offline against the mock of the Anthropic Messages API the tests own
 //! (`mock-anthropic.mjs`, on 127.0.0.1 only), with the agent's other traffic disabled. Our
 //! clients drive it on ACP v1 and v2 (`drive.py` for Python; the Kotlin and Swift suites'
-//! `ShippingAgentInterop` tests, which run only when `ACP_INJECT_CLAUDE_AGENT` is set).
+//! `ShippingAgentInterop` tests, which run only when `ACP_INJECT_CLAUDE_AGENT` is set, and
+//! must have run: a skipped one fails the stage).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -50,23 +51,32 @@ fn start_mock(harness: &Path, run: &Path) -> Result<Mock, Error> {
     Ok(mock)
 }
 
-/// The agent's environment: the mock as its API, a home of its own (its settings and the
-/// sessions it saves for `session/load`), nothing sent anywhere else. `IS_SANDBOX=1`: as root
-/// (this machine, CI containers) Claude Code refuses to start sessions otherwise.
-fn agent_env(cmd: &mut Command, mock: &Mock, home: &Path) {
+/// The agent's command: `env` giving it the mock as its API, a home of its own (its settings
+/// and the sessions it saves for `session/load`), nothing sent anywhere else, and the protocol
+/// version it is held to, then `node` on the package's entry point. Carried in the command, so
+/// the test runners (Maven, swiftw, pytest) keep their own environment. `IS_SANDBOX=1`: as
+/// root (this machine, CI containers) Claude Code refuses to start sessions otherwise.
+fn agent_command(entry: &Path, mock: &Mock, home: &Path, protocol: &str) -> Vec<String> {
+    let mut cmd = vec!["env".to_owned()];
     for var in
         ["ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_OAUTH_TOKEN"]
     {
-        cmd.env_remove(var);
+        cmd.extend(["-u".to_owned(), var.to_owned()]);
     }
-    cmd.env("ANTHROPIC_BASE_URL", &mock.url)
-        .env("ANTHROPIC_API_KEY", "sk-ant-offline-mock")
-        .env("HOME", home)
-        .env("IS_SANDBOX", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_ERROR_REPORTING", "1");
+    let set = [
+        ("ANTHROPIC_BASE_URL", mock.url.clone()),
+        ("ANTHROPIC_API_KEY", "sk-ant-offline-mock".to_owned()),
+        ("HOME", home.display().to_string()),
+        ("IS_SANDBOX", "1".to_owned()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+        ("DISABLE_TELEMETRY", "1".to_owned()),
+        ("DISABLE_AUTOUPDATER", "1".to_owned()),
+        ("DISABLE_ERROR_REPORTING", "1".to_owned()),
+        ("CLAUDE_AGENT_ACP_PROTOCOL", protocol.to_owned()),
+    ];
+    cmd.extend(set.iter().map(|(k, v)| format!("{k}={v}")));
+    cmd.extend(["node".to_owned(), entry.display().to_string()]);
+    cmd
 }
 
 /// Installs the agent, starts the mock, and runs our clients against the agent: one result
@@ -90,10 +100,7 @@ pub fn claude_agent_acp() -> Vec<(String, bool)> {
         Err(e) => return failed("the mock", e),
     };
     eprintln!("the mock Anthropic API listens on {} (requests logged to {})", mock.url, mock.log.display());
-    let agent = vec![
-        "node".to_owned(),
-        harness.join("node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js").display().to_string(),
-    ];
+    let entry = harness.join("node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js");
     let mut results = Vec::new();
     let python = crate::python::python_with_test_package();
     for protocol in ["v1", "v2"] {
@@ -108,9 +115,7 @@ pub fn claude_agent_acp() -> Vec<(String, bool)> {
                     .arg("--workdir")
                     .arg(&work)
                     .arg("--")
-                    .args(&agent)
-                    .env("CLAUDE_AGENT_ACP_PROTOCOL", protocol);
-                agent_env(&mut cmd, &mock, &home);
+                    .args(agent_command(&entry, &mock, &home, protocol));
                 process::run(&mut cmd, Echo::All).is_ok_and(|r| r.success())
             }
             Err(e) => {
@@ -120,5 +125,31 @@ pub fn claude_agent_acp() -> Vec<(String, bool)> {
         };
         results.push((name, ok));
     }
+    for protocol in ["v1", "v2"] {
+        let name = format!("our Kotlin client against claude-agent-acp ({protocol})");
+        eprintln!("\n{name}:");
+        let ok = match crate::test::kotlin_test_command("ShippingAgentInteropTest") {
+            Ok(mut cmd) => {
+                ours_env(&mut cmd, &agent_command(&entry, &mock, &home, protocol), &mock, &work, protocol);
+                process::run(&mut cmd, Echo::All).is_ok_and(|r| r.success())
+                    && crate::test::kotlin_tests_ran("dev.acpinject.ShippingAgentInteropTest")
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                false
+            }
+        };
+        results.push((name, ok));
+    }
     results
+}
+
+/// What the Kotlin and Swift suites' `ShippingAgentInterop` tests read: the agent's command
+/// (one argument per line), the mock's log, the sessions' directory and the version the agent
+/// is held to.
+fn ours_env(cmd: &mut Command, agent: &[String], mock: &Mock, work: &Path, protocol: &str) {
+    cmd.env("ACP_INJECT_CLAUDE_AGENT", agent.join("\n"))
+        .env("ACP_INJECT_CLAUDE_MOCK_LOG", &mock.log)
+        .env("ACP_INJECT_CLAUDE_WORKDIR", work)
+        .env("ACP_INJECT_CLAUDE_PROTOCOL", protocol);
 }

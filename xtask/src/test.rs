@@ -932,17 +932,34 @@ fn sdk_v1_agents(harness: &Path, python: Option<&PathBuf>) -> Vec<(&'static str,
 /// `mvn test -Dtest=SdkAgentInteropTest` on the debug library: each test runs only when its
 /// variable is set (the caller sets them).
 fn kotlin_interop_command() -> Result<Command, Error> {
+    kotlin_test_command("SdkAgentInteropTest")
+}
+
+/// `mvn test -Dtest=TEST` in bindings/kotlin on the debug library.
+pub(crate) fn kotlin_test_command(test: &str) -> Result<Command, Error> {
     ensure_maven()?;
     let lib = ffi_lib_dir()?;
     let mut cmd = Command::new("mvn");
-    cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test", "-Dtest=SdkAgentInteropTest", "-Dacp.skipCargo=true"])
+    cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never", "test", &format!("-Dtest={test}"), "-Dacp.skipCargo=true"])
         .arg(format!("-Dacp.lib.dir={}", lib.display()))
         .current_dir(root().join("bindings/kotlin"));
     Ok(cmd)
 }
 
+/// Whether Maven's report for the Kotlin test class `class` (`dev.acpinject.…`) counts at least
+/// one test and none skipped (a test skipped for want of its variable proves nothing).
+pub(crate) fn kotlin_tests_ran(class: &str) -> bool {
+    let report = root().join(format!("bindings/kotlin/target/surefire-reports/TEST-{class}.xml"));
+    let Ok(xml) = std::fs::read_to_string(&report) else { return false };
+    let attr = |name: &str| -> Option<u64> {
+        let at = xml.find(&format!(" {name}=\""))? + name.len() + 3;
+        xml[at..].split('"').next()?.parse().ok()
+    };
+    matches!((attr("tests"), attr("skipped")), (Some(t), Some(0)) if t > 0)
+}
+
 /// `swiftw test --filter FILTER` in the Swift chroot, with the library and the reference agent.
-fn swift_interop_command(filter: &str) -> Result<Command, Error> {
+pub(crate) fn swift_interop_command(filter: &str) -> Result<Command, Error> {
     let (lib, agent) = library_and_agent()?;
     let mut cmd = Command::new(root().join("bindings/swift/swiftw"));
     cmd.args(["test", "--filter", filter])

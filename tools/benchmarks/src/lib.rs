@@ -327,34 +327,24 @@ fn python(rounds: u32) -> Result<Value, Error> {
 
 /// What the per-line profile showed, what was changed, and what remains.
 const PYTHON_FINDINGS: &str = "
-Where the time goes, and what it costs to use only UniFFI's public surface:
+Where the time goes:
 
 - **The crossing.** A UniFFI method call from Python is three ctypes calls (clone the
   object's handle, the call, free the returned buffer), each with a call-status record built in
   Python. `ClientCore.receive_line` makes one plain ctypes call instead
-  (`acp_inject_line_port_receive_json_into`, `crates/ffi/src/lines.rs`, on a line port the
+  (`acp_inject_line_port_receive_into`, `crates/ffi/src/lines.rs`, on a line port the
   library hands out once per object): the line goes in as it was read (the library drops the
-  line ending), the events come back into a per-thread `bytearray`.
-- **Decoding the typed events.** The events come back as JSON that names each value's class
-  (`crates/ffi/src/line_json.rs`; its writers are generated from the FFI crate's own
-  declarations), and `json.loads` (C) builds each value with the public constructor of that
-  class of the generated module, from its `object_hook`. Nothing of UniFFI's private runtime is
-  read or replaced. The price: six Python objects per event, each through a Python `__init__`
-  and the hook, and a JSON text about 1.5× the line's size. The Python conformance driver
-  checks on every client vector that `receive_line` gives what UniFFI's own `receive` gives.
-- **What it replaced.** Until this run the package reached the official SDK's speed by
-  patching UniFFI's generated runtime at import and by flat readers generated from UniFFI's
-  generated Python (objects built with `object.__new__` and their fields set, bypassing the
-  constructors): the next UniFFI release could break it or silently turn it off. Both are gone.
-- **One call for the whole stream** (`receive_text`) is no longer slower than one per line:
-  it takes the same path, with Python's cyclic collector paused while the events of a large
-  read are built (none of them can form a cycle).
-- **What remains.** The official SDK builds its models in pydantic-core (Rust, through the
-  CPython API); we build UniFFI's Python classes through their Python constructors. Reaching the
-  official SDK per line needs value classes of our own, generated from our schema, that the
-  package can build without a Python call per object (the Python API's own types, not
-  UniFFI's): not done. Per line we also do more than parse: the line is routed and applied to
-  the session's state (transcript, turn state, pending items).
+  line ending), the events come back into a per-thread buffer.
+- **Decoding the typed events.** The events come back in the boundary encoding
+  (`docs/encoding.md`: MessagePack maps keyed by field name, union values tagged by class),
+  and msgspec (C) decodes them straight into the package's own value classes
+  (`acp_inject/values.py`, `msgspec.Struct`s generated from the value model): no Python call
+  per object, one flat activity per event. Nothing of UniFFI's runtime is read.
+- **One call for the whole stream** (`receive_text`) takes the same path for every line of a
+  read, with one crossing.
+- **What remains.** Per line we do more than parse: the line is routed and applied to the
+  session's state (transcript, turn state, pending items) in Rust before its events are
+  encoded; the official SDK only validates the message into its models.
 ";
 
 fn render_python(s: &mut String, py: &Value) {
@@ -363,7 +353,7 @@ fn render_python(s: &mut String, py: &Value) {
     let _ = writeln!(s, "## Python: a streaming client, one line at a time\n");
     let _ = writeln!(
         s,
-        "{} lines ({} B/line) of `session/update`, the kinds the official package's (v1) models and v2 share in the same wire shape (agent message, thought and user message chunks, tool call updates), each handed over alone, as the `bytes` a reader of the agent's stdout gets from `readline()`, and both sides accept every line. **Ours** (`bindings/python/bench/bench_per_line.py`): `ClientCore.receive_line(line)` applies the line to the client's state (routing, the session's transcript and turn state) and returns its typed events (`Event.SESSION` → `SessionEvent.UPDATE` → the typed `SessionUpdate`) in one foreign call. **Official**: `agent-client-protocol` {} (PyPI), its client's path for an incoming line, `json.loads` then `SessionNotification.model_validate(params)`: typed pydantic models, no state. Medians of {} interleaved rounds, Python {}.\n",
+        "{} lines ({} B/line) of `session/update`, the kinds the official package's (v1) models and v2 share in the same wire shape (agent message, thought and user message chunks, tool call updates), each handed over alone, as the `bytes` a reader of the agent's stdout gets from `readline()`, and both sides accept every line. **Ours** (`bindings/python/bench/bench_per_line.py`): `ClientCore.receive_line(line)` applies the line to the client's state (routing, the session's transcript and turn state) and returns its typed events (the flat `SessionActivity` values: an `AgentMessageChunk`, a `ToolCallUpdate`, …) in one foreign call. **Official**: `agent-client-protocol` {} (PyPI), its client's path for an incoming line, `json.loads` then `SessionNotification.model_validate(params)`: typed pydantic models, no state. Medians of {} interleaved rounds, Python {}.\n",
         py["lines"],
         py["bytes_per_line"],
         py["official_version"].as_str().unwrap_or("?"),
@@ -402,10 +392,7 @@ fn render_python(s: &mut String, py: &Value) {
             two(us("crossing_us")),
         ),
         ("for comparison: `receive(\"\")`, the same through UniFFI's convention".to_owned(), two(us("feed_crossing_us"))),
-        (
-            "decoding the typed events in Python (`json.loads` of the JSON Rust returned, through the public constructors)".to_owned(),
-            two(us("decode_us")),
-        ),
+        ("decoding the typed events in Python (msgspec, from the boundary encoding Rust returned)".to_owned(), two(us("decode_us"))),
         ("the rest (ours minus the two rows above): the line parsed and applied in Rust, the events encoded".to_owned(), rest),
         (
             "for comparison: the whole stream in one `receive_text` call (no per-line crossing), per line".to_owned(),

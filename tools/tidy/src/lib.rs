@@ -34,10 +34,11 @@ fn tracked() -> Vec<Tracked> {
         .expect("UTF-8 paths")
         .split('\0')
         .filter(|p| !p.is_empty() && *p != SELF)
-        // Fuzz inputs are data, whatever bytes the fuzzer wrote: no text rule applies to them.
+        // Fuzz inputs are data, whatever bytes the fuzzer wrote, and lockfiles are the package
+        // managers' records (a package's own file names among them): no text rule applies.
         .map(|p| Tracked {
             path: p.to_owned(),
-            text: if p.starts_with("fuzz/corpus/") || p.starts_with("fuzz/regressions/") {
+            text: if p.starts_with("fuzz/corpus/") || p.starts_with("fuzz/regressions/") || p.ends_with("package-lock.json") {
                 None
             } else {
                 std::fs::read(root.join(p)).ok().and_then(|b| String::from_utf8(b).ok())
@@ -521,7 +522,7 @@ fn is_product_source(path: &str, generated_rust: &[&str]) -> bool {
         && path.ends_with(".swift")
         && !path.contains("Bench")
         && !path.contains("RecordedStream");
-    (rust && !generated) || python || kotlin || swift
+    ((rust || python) && !generated) || kotlin || swift
 }
 
 /// Outside tests, protocol messages are built and read through the generated types and method

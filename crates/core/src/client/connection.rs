@@ -398,11 +398,12 @@ impl ClientConnection {
             }
             Some(_) => {}
         }
+        let params = LoginAuthRequest::new(method_id.to_owned());
         if self.v1() {
-            let params = serde_json::json!({ "methodId": method_id });
-            return Ok(self.send_line(|id| jsonrpc::request_line_for(id, "authenticate", &params), None, Flight::Authenticate));
+            // v1's `authenticate` takes the same `{methodId}`.
+            return Ok(self.send_line(|id| jsonrpc::request_line_for(id, v1::AUTHENTICATE, &params), None, Flight::Authenticate));
         }
-        Ok(self.send(&LoginAuthRequest::new(method_id.to_owned()), None, Flight::Authenticate))
+        Ok(self.send(&params, None, Flight::Authenticate))
     }
 
     /// `auth/logout`. ACP v1 has no such stable method: to a version 1 agent nothing is sent,
@@ -523,11 +524,8 @@ impl ClientConnection {
     fn steer_through_extension(&mut self, session_id: &SessionId, content: Vec<ContentBlock>) -> Result<RequestId, CallRejected> {
         let (item, event) = self.open(session_id)?.sending(ItemMode::Steer, content.clone());
         self.session_event(session_id, event);
-        let idle = serde_json::json!({"steering": {"idleBehavior": "promptRequired"}});
-        let meta = match idle {
-            serde_json::Value::Object(m) => m,
-            _ => serde_json::Map::new(),
-        };
+        let behavior = serde_json::Map::from_iter([("idleBehavior".to_owned(), serde_json::Value::from("promptRequired"))]);
+        let meta = serde_json::Map::from_iter([("steering".to_owned(), serde_json::Value::Object(behavior))]);
         let params = SteeringRequest::new(session_id.clone(), content).meta(meta);
         Ok(self.send(&params, Some(session_id), Flight::Steering(item)))
     }

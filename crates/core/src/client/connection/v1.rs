@@ -58,6 +58,9 @@ pub(super) fn resume_line(id: &RequestId, params: &ResumeSessionRequest) -> Stri
 
 /// A v1 `initialize` answer as the v2 one the connection reports: the version, the agent's
 /// identity (empty when it gives none), and no `session.inject`, which v1 cannot carry.
+/// v1's name of `auth/login`.
+pub(super) const AUTHENTICATE: &str = "authenticate";
+
 pub(super) fn initialize_response(raw: &RawValue) -> Result<InitializeResponse, String> {
     let r: acp_inject_wire::v1::InitializeResponse =
         jsonrpc::decode(raw.get()).map_err(|e| format!("the agent's version 1 result for Initialize does not decode: {e}"))?;
@@ -82,8 +85,10 @@ fn auth_method(mut method: Map<String, Value>) -> Option<acp_inject_wire::AuthMe
     }
     method.entry("type").or_insert_with(|| Value::from("agent"));
     if let Some(Value::Object(env)) = method.remove("env") {
-        let list = env.into_iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect();
-        method.insert("env".into(), Value::Array(list));
+        let text = |v: Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+        let list: Vec<acp_inject_wire::EnvVariable> =
+            env.into_iter().map(|(name, value)| acp_inject_wire::EnvVariable::new(name, text(value))).collect();
+        method.insert("env".into(), serde_json::to_value(list).unwrap_or_default());
     }
     serde_json::from_value(Value::Object(method)).ok()
 }

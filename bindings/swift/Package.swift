@@ -1,12 +1,19 @@
-// swift-tools-version:5.9
+// swift-tools-version:6.0
 //
-// acp-inject for Swift: the UniFFI binding of crates/ffi (module `AcpInjectFFI`) plus a thin
-// idiomatic layer over it (module `AcpInject`, which re-exports the binding).
+// acp-inject for Swift: the module `AcpInject` (connect, Client, Session, PromptTurn, the agent
+// runtime, the sans-IO cores, and every value type, generated) over the UniFFI binding of
+// crates/ffi (module `AcpInjectFFI`, which users never see: values cross it encoded, in the
+// boundary encoding of docs/encoding.md, and AcpInject decodes them into its own types).
 //
-// The binding's sources are the generated files of `cargo xtask codegen` (generated/swift),
-// reached through symlinks in Sources/ (SwiftPM wants target files inside the package; symlinks
-// keep generated/ the single source). The Rust library is linked from `ACP_INJECT_LIB_DIR` (set
-// by ./swiftw from `cargo metadata`), else the workspace's target/debug.
+// Swift 6 (tools version 6.0, the Swift 6 language mode for AcpInject): its types are `Sendable`
+// as the compiler checks them. The generated binding is compiled in the Swift 5 mode it is
+// written for.
+//
+// The binding's sources and the value types (Values.swift) are the generated files of `cargo
+// xtask codegen` (generated/swift), reached through symlinks in Sources/ (SwiftPM wants target
+// files inside the package; symlinks keep generated/ the single source). The Rust library is
+// linked from `ACP_INJECT_LIB_DIR` (set by ./swiftw from `cargo metadata`), else the workspace's
+// target/debug.
 //
 // The tests replay every conformance vector through the binding with the conformance engine, a
 // test-only UniFFI component (crates/ffi-conformance) that never ships: here its binding
@@ -33,10 +40,8 @@ let package = Package(
     name: "AcpInject",
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
-        // What an app imports: connect, Client, Session, events, content helpers.
+        // What an app imports: connect, Client, Session, PromptTurn, the agent runtime, values.
         .library(name: "AcpInject", targets: ["AcpInject"]),
-        // The generated binding alone (re-exported by AcpInject).
-        .library(name: "AcpInjectFFI", targets: ["AcpInjectFFI"]),
     ],
     targets: [
         // The C side of the binding: the uniffi header and its module map.
@@ -47,19 +52,24 @@ let package = Package(
             name: "AcpInjectFFI",
             dependencies: ["AcpInjectFFIFFI"],
             path: "Sources/AcpInjectFFI",
+            swiftSettings: [.swiftLanguageMode(.v5)],
             linkerSettings: [
                 .linkedLibrary("acp_inject_ffi_conformance"),
                 .unsafeFlags(["-L", libDir, "-Xlinker", "-rpath", "-Xlinker", libDir]),
             ]
         ),
-        // The idiomatic layer: no protocol logic, only Swift shapes over the binding.
-        .target(name: "AcpInject", dependencies: ["AcpInjectFFI"], path: "Sources/AcpInject"),
+        // The per-line C functions of crates/ffi/src/lines.rs (a hand-written header: UniFFI
+        // generates none for them), in the library AcpInjectFFI links.
+        .systemLibrary(name: "AcpInjectLines", path: "Sources/AcpInjectLines"),
+        // The public layer: the value types (Values.swift, generated; MessagePack.swift, their
+        // boundary codec) and Swift shapes over the binding; no protocol logic.
+        .target(name: "AcpInject", dependencies: ["AcpInjectFFI", "AcpInjectLines"], path: "Sources/AcpInject"),
         // The recorded benchmark stream, shared by the benchmark and the tests.
         .target(name: "RecordedStream", path: "Sources/RecordedStream"),
         // A streaming client's per-line cost (see its header).
         .executableTarget(
             name: "AcpInjectBench",
-            dependencies: ["AcpInject", "RecordedStream"],
+            dependencies: ["AcpInject", "AcpInjectFFI", "RecordedStream"],
             path: "Sources/AcpInjectBench"
         ),
         // The example agent (Sources/ExampleAgent/main.swift): `swiftw run ExampleAgent`.
@@ -70,10 +80,13 @@ let package = Package(
         // symlink to its file there, as the generated binding's files are.
         .executableTarget(name: "OursAgent", dependencies: ["AcpInject"], path: "Sources/OursAgent"),
         .executableTarget(name: "OursClient", dependencies: ["AcpInject"], path: "Sources/OursClient"),
+        // The tests; the conformance driver also reaches the test-only engine (`VectorRun`) in
+        // AcpInjectFFI.
         .testTarget(
             name: "AcpInjectTests",
-            dependencies: ["AcpInject", "RecordedStream"],
-            path: "Tests/AcpInjectTests"
+            dependencies: ["AcpInject", "AcpInjectFFI", "RecordedStream"],
+            path: "Tests/AcpInjectTests",
+            swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ]
 )

@@ -1624,7 +1624,7 @@ public protocol AgentServerProtocol: AnyObject, Sendable {
      * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
      * serving goes on in the background until `shutdown`. Anything but a loopback address
      * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-     * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+     * with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
      */
     func listen(addr: String, bearerToken: String?, allowedOrigins: [String]) async throws  -> String
     
@@ -1749,7 +1749,7 @@ open func closeSession(sessionId: String)throws   {try rustCallWithError(FfiConv
      * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
      * serving goes on in the background until `shutdown`. Anything but a loopback address
      * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-     * with `AcpError.Config`. `allowed_origins` lists the browser origins that may call.
+     * with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
      */
 open func listen(addr: String, bearerToken: String?, allowedOrigins: [String])async throws  -> String  {
     return
@@ -1928,6 +1928,13 @@ public protocol ClientCoreProtocol: AnyObject, Sendable {
      * `steerInStream` is accepted, as ACP PR #2043 allows).
      */
     func assumeCapabilities(inject: Data) throws 
+    
+    /**
+     * Takes the agent's whole `initialize` answer (an `InitializeResponse`) as known, without
+     * an `initialize` exchange (a restored app): its version, its `session.inject`, and the
+     * extensions its `_meta` advertises (steering, C-STEERING-1).
+     */
+    func assumeInitialized(agent: Data) throws 
     
     /**
      * `session/cancel`.
@@ -2169,6 +2176,20 @@ open func assumeCapabilities(inject: Data)throws   {try rustCallWithError(FfiCon
     uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(
             self.uniffiCloneHandle(),
         FfiConverterData.lower(inject),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Takes the agent's whole `initialize` answer (an `InitializeResponse`) as known, without
+     * an `initialize` exchange (a restored app): its version, its `session.inject`, and the
+     * extensions its `_meta` advertises (steering, C-STEERING-1).
+     */
+open func assumeInitialized(agent: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_clientcore_assume_initialized(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(agent),uniffiCallStatus
     )
 }
 }
@@ -2572,9 +2593,28 @@ public protocol ConnectionProtocol: AnyObject, Sendable {
     func agent()  -> Data
     
     /**
+     * `auth/login` with one of the agent's `authMethods` (`authenticate` to a version 1
+     * agent); refused locally (`AcpError.Rejected`) for a method the agent does not advertise
+     * or a `terminal` one.
+     */
+    func authenticate(methodId: String) async throws 
+    
+    /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
      */
     func close() async throws 
+    
+    /**
+     * A notification of an extension (`method` starts with `_`) with `params` (encoded
+     * optional JSON).
+     */
+    func extNotify(method: String, params: Data) throws 
+    
+    /**
+     * A request of an extension (`method` starts with `_`) with `params` (encoded optional
+     * JSON: an object or an array); the agent's result (encoded JSON).
+     */
+    func extRequest(method: String, params: Data) async throws  -> Data
     
     /**
      * Lines the connection could not use, most recent last.
@@ -2587,9 +2627,21 @@ public protocol ConnectionProtocol: AnyObject, Sendable {
     func listSessions(cwd: String?, cursor: String?) async throws  -> Data
     
     /**
+     * `auth/logout`.
+     */
+    func logout() async throws 
+    
+    /**
      * `session/new` with `mcp_servers` (a list of `McpServer`).
      */
     func newSession(cwd: String, additionalDirectories: [String], mcpServers: Data) async throws  -> Session
+    
+    /**
+     * Waits for the next notification of the agent's that the library does not handle (an
+     * extension's, or a method it does not know): an `Event` (`Notification`), encoded.
+     * `AcpError.Disconnected` once the connection has ended and none is left.
+     */
+    func nextNotification() async throws  -> Data
     
     /**
      * `session/resume`; with `replay` the conversation is replayed into the session first.
@@ -2666,6 +2718,27 @@ open func agent() -> Data  {
 }
     
     /**
+     * `auth/login` with one of the agent's `authMethods` (`authenticate` to a version 1
+     * agent); refused locally (`AcpError.Rejected`) for a method the agent does not advertise
+     * or a `terminal` one.
+     */
+open func authenticate(methodId: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_connection_authenticate(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(methodId)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeFfiError_lift
+        )
+}
+    
+    /**
      * Closes the connection: stdin closed, a grace period, then the agent is killed.
      */
 open func close()async throws   {
@@ -2680,6 +2753,40 @@ open func close()async throws   {
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
             liftFunc: { $0 },
+            errorHandler: FfiConverterTypeFfiError_lift
+        )
+}
+    
+    /**
+     * A notification of an extension (`method` starts with `_`) with `params` (encoded
+     * optional JSON).
+     */
+open func extNotify(method: String, params: Data)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_connection_ext_notify(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(method),
+        FfiConverterData.lower(params),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * A request of an extension (`method` starts with `_`) with `params` (encoded optional
+     * JSON: an object or an array); the agent's result (encoded JSON).
+     */
+open func extRequest(method: String, params: Data)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_connection_ext_request(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(method),FfiConverterData.lower(params)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
             errorHandler: FfiConverterTypeFfiError_lift
         )
 }
@@ -2716,6 +2823,25 @@ open func listSessions(cwd: String?, cursor: String?)async throws  -> Data  {
 }
     
     /**
+     * `auth/logout`.
+     */
+open func logout()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_connection_logout(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeFfiError_lift
+        )
+}
+    
+    /**
      * `session/new` with `mcp_servers` (a list of `McpServer`).
      */
 open func newSession(cwd: String, additionalDirectories: [String], mcpServers: Data)async throws  -> Session  {
@@ -2730,6 +2856,27 @@ open func newSession(cwd: String, additionalDirectories: [String], mcpServers: D
             completeFunc: ffi_acp_inject_ffi_rust_future_complete_u64,
             freeFunc: ffi_acp_inject_ffi_rust_future_free_u64,
             liftFunc: FfiConverterTypeSession_lift,
+            errorHandler: FfiConverterTypeFfiError_lift
+        )
+}
+    
+    /**
+     * Waits for the next notification of the agent's that the library does not handle (an
+     * extension's, or a method it does not know): an `Event` (`Notification`), encoded.
+     * `AcpError.Disconnected` once the connection has ended and none is left.
+     */
+open func nextNotification()async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_connection_next_notification(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
             errorHandler: FfiConverterTypeFfiError_lift
         )
 }
@@ -4073,6 +4220,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities() != 20) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_clientcore_assume_initialized() != 3130) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_clientcore_cancel() != 63349) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4151,7 +4301,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_connection_agent() != 21625) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_authenticate() != 11797) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_connection_close() != 37947) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_ext_notify() != 37223) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_ext_request() != 3805) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_connection_ignored() != 28865) {
@@ -4160,7 +4319,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_connection_list_sessions() != 46794) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_logout() != 2088) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_connection_new_session() != 18876) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_connection_next_notification() != 2553) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_connection_resume() != 5329) {
@@ -4217,7 +4382,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 41243) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 49158) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 45764) {

@@ -445,6 +445,11 @@ void uniffi_acp_inject_ffi_fn_method_clientcore_assume_agent(uint64_t ptr, uint1
 void uniffi_acp_inject_ffi_fn_method_clientcore_assume_capabilities(uint64_t ptr, RustBuffer inject, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_ASSUME_INITIALIZED
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_ASSUME_INITIALIZED
+void uniffi_acp_inject_ffi_fn_method_clientcore_assume_initialized(uint64_t ptr, RustBuffer agent, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CLIENTCORE_CANCEL
 void uniffi_acp_inject_ffi_fn_method_clientcore_cancel(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
@@ -585,9 +590,24 @@ void uniffi_acp_inject_ffi_fn_free_connection(uint64_t handle, RustCallStatus *_
 RustBuffer uniffi_acp_inject_ffi_fn_method_connection_agent(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_AUTHENTICATE
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_AUTHENTICATE
+uint64_t uniffi_acp_inject_ffi_fn_method_connection_authenticate(uint64_t ptr, RustBuffer method_id
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_CLOSE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_CLOSE
 uint64_t uniffi_acp_inject_ffi_fn_method_connection_close(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_EXT_NOTIFY
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_EXT_NOTIFY
+void uniffi_acp_inject_ffi_fn_method_connection_ext_notify(uint64_t ptr, RustBuffer method, RustBuffer params, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_EXT_REQUEST
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_EXT_REQUEST
+uint64_t uniffi_acp_inject_ffi_fn_method_connection_ext_request(uint64_t ptr, RustBuffer method, RustBuffer params
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_IGNORED
@@ -600,9 +620,19 @@ RustBuffer uniffi_acp_inject_ffi_fn_method_connection_ignored(uint64_t ptr, Rust
 uint64_t uniffi_acp_inject_ffi_fn_method_connection_list_sessions(uint64_t ptr, RustBuffer cwd, RustBuffer cursor
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_LOGOUT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_LOGOUT
+uint64_t uniffi_acp_inject_ffi_fn_method_connection_logout(uint64_t ptr
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_NEW_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_NEW_SESSION
 uint64_t uniffi_acp_inject_ffi_fn_method_connection_new_session(uint64_t ptr, RustBuffer cwd, RustBuffer additional_directories, RustBuffer mcp_servers
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_NEXT_NOTIFICATION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_NEXT_NOTIFICATION
+uint64_t uniffi_acp_inject_ffi_fn_method_connection_next_notification(uint64_t ptr
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_CONNECTION_RESUME
@@ -1322,6 +1352,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_assume_capabilities(vo
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_ASSUME_INITIALIZED
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_ASSUME_INITIALIZED
+uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_assume_initialized(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CLIENTCORE_CANCEL
 uint16_t uniffi_acp_inject_ffi_checksum_method_clientcore_cancel(void
@@ -1478,9 +1514,27 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_connection_agent(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_AUTHENTICATE
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_AUTHENTICATE
+uint16_t uniffi_acp_inject_ffi_checksum_method_connection_authenticate(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_CLOSE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_CLOSE
 uint16_t uniffi_acp_inject_ffi_checksum_method_connection_close(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_EXT_NOTIFY
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_EXT_NOTIFY
+uint16_t uniffi_acp_inject_ffi_checksum_method_connection_ext_notify(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_EXT_REQUEST
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_EXT_REQUEST
+uint16_t uniffi_acp_inject_ffi_checksum_method_connection_ext_request(void
     
 );
 #endif
@@ -1496,9 +1550,21 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_connection_list_sessions(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_LOGOUT
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_LOGOUT
+uint16_t uniffi_acp_inject_ffi_checksum_method_connection_logout(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_NEW_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_NEW_SESSION
 uint16_t uniffi_acp_inject_ffi_checksum_method_connection_new_session(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_NEXT_NOTIFICATION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_CONNECTION_NEXT_NOTIFICATION
+uint16_t uniffi_acp_inject_ffi_checksum_method_connection_next_notification(void
     
 );
 #endif

@@ -25,19 +25,19 @@ try await session.replace(draft, with: "the final question")               // sa
 var waiting: Set<MessageId> = [followUp, draft]
 events: for try await activity in session.events {
     switch activity {
-    case let .permissionRequested(request, params):
-        let allow = params.options.first { $0.kind == .allowOnce } ?? params.options[0]
-        print("\n[permission] \(params.title): \(allow.name)")
-        try session.allow(request, optionId: allow.optionId)
-    case let .event(.update(.agentMessageChunk(chunk))):
+    case let .permissionRequested(p):
+        let allow = p.params.options.first { $0.kind == .allowOnce } ?? p.params.options[0]
+        print("\n[permission] \(p.params.title): \(allow.name)")
+        try session.allow(p.request, optionId: allow.optionId)
+    case let .update(.agentMessageChunk(chunk)):
         print(chunk.content.text ?? "", terminator: "")
-        fflush(stdout)
-    case let .event(.update(.toolCallUpdate(call))):
+        fflush(nil)                                                          // every stream: stdout included
+    case let .update(.toolCallUpdate(call)):
         print("\n[tool] \(call.title ?? call.toolCallId): \(call.status.map { "\($0)" } ?? "updated")")
-    case let .event(.item(item)):                                            // our messages' progress
+    case let .item(item):                                                    // our messages' progress
         print("[\(item.mode) \(item.status)] \(item.content.text)")
         if item.status == .delivered, let id = item.messageId { waiting.remove(id) }
-    case let .event(.update(.stateUpdate(.idle(idle)))):
+    case let .update(.stateUpdate(.idle(idle))):
         guard let stop = idle.stopReason else { continue }
         print("[stop] \(stop)")
         if waiting.isEmpty { break events }                                  // the queue answered too

@@ -1,13 +1,16 @@
-// swift-tools-version:5.9
+// swift-tools-version:6.0
 //
 // acp-inject for Swift, as `cargo xtask dist` lays it out in dist/swift/AcpInject: a package
 // another package depends on with `.package(path:)` (or by URL, once this directory is
 // published as a repository), with no `unsafeFlags` and no environment variables.
 //
-//   Sources/AcpInject/         the idiomatic layer (connect, Client, Session, events), the
-//                              module an app imports; it re-exports AcpInjectFFI
-//   Sources/AcpInjectFFI/      the generated binding (real files)
+//   Sources/AcpInject/         the module an app imports: connect, Client, Session, PromptTurn,
+//                              the agent runtime, the sans-IO cores and every value type
+//                              (Values.swift, generated, with its MessagePack codec)
+//   Sources/AcpInjectFFI/      the generated UniFFI binding (real files), which AcpInject wraps
+//                              and never re-exports: values cross it encoded
 //   Sources/AcpInjectFFIFFI/   the uniffi header and its module map (a system-library target)
+//   Sources/AcpInjectLines/    the header of the library's per-line C functions, and its module map
 //   lib/<os>-<arch>/libacp_inject_ffi.a               the Rust library, static
 //   lib/<os>-<arch>/pkgconfig/acp-inject-ffi.pc       -L/-l flags for it, relative to itself
 //
@@ -35,7 +38,6 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16)],
     products: [
         .library(name: "AcpInject", targets: ["AcpInject"]),
-        .library(name: "AcpInjectFFI", targets: ["AcpInjectFFI"]),
     ],
     targets: [
         .systemLibrary(
@@ -43,7 +45,14 @@ let package = Package(
             path: "Sources/AcpInjectFFIFFI",
             pkgConfig: "\(packageDir)/lib/\(libraryDir)/pkgconfig/acp-inject-ffi.pc"
         ),
-        .target(name: "AcpInjectFFI", dependencies: ["AcpInjectFFIFFI"], path: "Sources/AcpInjectFFI"),
-        .target(name: "AcpInject", dependencies: ["AcpInjectFFI"], path: "Sources/AcpInject"),
+        // The generated binding, in the Swift 5 language mode it is written for; AcpInject is
+        // Swift 6.
+        .target(
+            name: "AcpInjectFFI", dependencies: ["AcpInjectFFIFFI"], path: "Sources/AcpInjectFFI",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        // The per-line C functions of the same library (a hand-written header).
+        .systemLibrary(name: "AcpInjectLines", path: "Sources/AcpInjectLines"),
+        .target(name: "AcpInject", dependencies: ["AcpInjectFFI", "AcpInjectLines"], path: "Sources/AcpInject"),
     ]
 )

@@ -93,11 +93,61 @@ import Foundation
 
 /// Swift's reserved words that need backticks as a declared name.
 const RESERVED: &[&str] = &[
-    "associatedtype", "class", "deinit", "enum", "extension", "fileprivate", "func", "import", "init", "inout", "internal", "let",
-    "operator", "private", "precedencegroup", "protocol", "public", "rethrows", "static", "struct", "subscript", "typealias", "var",
-    "break", "case", "catch", "continue", "default", "defer", "do", "else", "fallthrough", "for", "guard", "if", "in", "repeat",
-    "return", "throw", "switch", "where", "while", "Any", "as", "await", "false", "is", "nil", "self", "Self", "super", "throws",
-    "true", "try", "Type",
+    "associatedtype",
+    "class",
+    "deinit",
+    "enum",
+    "extension",
+    "fileprivate",
+    "func",
+    "import",
+    "init",
+    "inout",
+    "internal",
+    "let",
+    "operator",
+    "private",
+    "precedencegroup",
+    "protocol",
+    "public",
+    "rethrows",
+    "static",
+    "struct",
+    "subscript",
+    "typealias",
+    "var",
+    "break",
+    "case",
+    "catch",
+    "continue",
+    "default",
+    "defer",
+    "do",
+    "else",
+    "fallthrough",
+    "for",
+    "guard",
+    "if",
+    "in",
+    "repeat",
+    "return",
+    "throw",
+    "switch",
+    "where",
+    "while",
+    "Any",
+    "as",
+    "await",
+    "false",
+    "is",
+    "nil",
+    "self",
+    "Self",
+    "super",
+    "throws",
+    "true",
+    "try",
+    "Type",
 ];
 
 /// A name as declared (`` `protocol` ``).
@@ -144,7 +194,9 @@ fn doc(text: &str, indent: &str) -> String {
     if text.is_empty() {
         return String::new();
     }
-    text.lines().map(|l| if l.trim().is_empty() { format!("{indent}///\n") } else { format!("{indent}/// {}\n", l.trim_end()) }).collect()
+    text.lines()
+        .map(|l| if l.trim().is_empty() { format!("{indent}///\n") } else { format!("{indent}/// {}\n", l.trim_end()) })
+        .collect()
 }
 
 /// The Swift type of `ty`.
@@ -169,7 +221,7 @@ pub fn swift_type(ty: &Ty) -> String {
 fn closed_enum(t: &TypeDef, e: &super::Enum) -> String {
     let mut out = format!("\n{}public enum {}: String, Sendable, Hashable, Codable, CaseIterable {{\n", doc(&t.doc, ""), t.name);
     for v in &e.values {
-        let _ = write!(out, "{}    case {} = {}\n", doc(&v.doc, "    "), decl(&member(v.variant())), lit(&v.wire));
+        let _ = writeln!(out, "{}    case {} = {}", doc(&v.doc, "    "), decl(&member(v.variant())), lit(&v.wire));
     }
     let _ = write!(
         out,
@@ -187,7 +239,13 @@ fn open_enum(t: &TypeDef, e: &super::Enum) -> String {
         doc(&t.doc, "")
     );
     for v in &e.values {
-        let _ = write!(out, "\n{}    public static let {} = {name}(rawValue: {})\n", doc(&v.doc, "    "), decl(&member(v.variant())), lit(&v.wire));
+        let _ = write!(
+            out,
+            "\n{}    public static let {} = {name}(rawValue: {})\n",
+            doc(&v.doc, "    "),
+            decl(&member(v.variant())),
+            lit(&v.wire)
+        );
     }
     let known: Vec<String> = e.values.iter().map(|v| format!(".{}", member(v.variant()))).collect();
     let names: Vec<String> = e.values.iter().map(|v| format!("{}: {}", lit(&v.wire), lit(&member(v.variant())))).collect();
@@ -200,11 +258,11 @@ fn open_enum(t: &TypeDef, e: &super::Enum) -> String {
     /// Whether this version knows the value.
     public var isKnown: Bool {{ Self.knownValues.contains(self) }}
 
+    /// The Swift names of the known values, by wire string.
+    private static let names: [String: String] = [{names}]
+
     /// The Swift name of a known value (`endTurn`), else the wire string.
-    public var description: String {{
-        let names: [String: String] = [{names}]
-        return names[rawValue] ?? rawValue
-    }}
+    public var description: String {{ Self.names[rawValue] ?? rawValue }}
 
     public init(from decoder: Decoder) throws {{
         self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
@@ -243,7 +301,9 @@ fn struct_classes(model: &Model) -> BTreeSet<&str> {
             Kind::Union(u) if !u.error => {
                 for v in &u.variants {
                     if let Payload::Class { class, fields, tuple } = &v.payload {
-                        if !fields.is_empty() && !(*tuple && fields.len() == 1) {
+                        // A tuple class of one field is held as its value.
+                        let single_value = *tuple && fields.len() == 1;
+                        if !fields.is_empty() && !single_value {
                             out.insert(class.as_str());
                         }
                     }
@@ -294,7 +354,7 @@ fn struct_def(model: &Model, c: &Class<'_>) -> Result<String, Error> {
     let origin = c.struct_type.map_or(Origin::Described, |t| t.origin);
     let mut out = format!("\n{}public struct {name}: Sendable, Hashable, Codable {{\n", doc(c.doc, ""));
     for f in c.fields {
-        let _ = write!(out, "{}    public let {}: {}\n", doc(&f.doc, "    "), decl(&member(&f.name)), swift_type(&f.ty));
+        let _ = writeln!(out, "{}    public let {}: {}", doc(&f.doc, "    "), decl(&member(&f.name)), swift_type(&f.ty));
     }
     // The memberwise init.
     let mut params = Vec::new();
@@ -320,7 +380,13 @@ fn struct_def(model: &Model, c: &Class<'_>) -> Result<String, Error> {
         let args: Vec<String> = c
             .fields
             .iter()
-            .map(|f| Ok(format!("            {}: {}", label(&member(&f.name)), codable_read(model, f, "c", &format!(".{}", decl(&member(&f.name))))?)))
+            .map(|f| {
+                Ok(format!(
+                    "            {}: {}",
+                    label(&member(&f.name)),
+                    codable_read(model, f, "c", &format!(".{}", decl(&member(&f.name))))?
+                ))
+            })
             .collect::<Result<_, Error>>()?;
         out += &args.join(",\n");
         out += "\n        )\n    }\n\n    public func encode(to encoder: Encoder) throws {\n        var c = encoder.container(keyedBy: CodingKeys.self)\n";
@@ -359,7 +425,13 @@ fn local(f: &Field) -> String {
 
 /// Reads a class's fields from `count` pairs of `r` into locals, then runs `finish` (which
 /// names them by [`local`]).
-fn read_fields(model: &Model, class: &str, fields: &[Field], finish: impl Fn(&[String]) -> String, indent: &str) -> Result<String, Error> {
+fn read_fields(
+    model: &Model,
+    class: &str,
+    fields: &[Field],
+    finish: impl Fn(&[String]) -> String,
+    indent: &str,
+) -> Result<String, Error> {
     let mut out = String::new();
     for f in fields {
         let ty = swift_type(&f.ty);
@@ -422,7 +494,8 @@ fn boundary_type(ty: &Ty) -> String {
 /// one per field), leaving out absent optional and patch fields.
 fn write_fields(class: &str, tagged: bool, fields: &[Field], values: &[String], indent: &str) -> String {
     let always = fields.iter().filter(|f| !matches!(f.ty, Ty::Option(_) | Ty::Patch(_))).count() + usize::from(tagged);
-    let omittable: Vec<(&Field, &String)> = fields.iter().zip(values).filter(|(f, _)| matches!(f.ty, Ty::Option(_) | Ty::Patch(_))).collect();
+    let omittable: Vec<(&Field, &String)> =
+        fields.iter().zip(values).filter(|(f, _)| matches!(f.ty, Ty::Option(_) | Ty::Patch(_))).collect();
     let mut out = String::new();
     if omittable.is_empty() {
         let _ = writeln!(out, "{indent}w.writeMapHeader({always})");
@@ -514,8 +587,12 @@ fn cases<'a>(model: &'a Model, u: &'a Union) -> Result<Vec<Case<'a>>, Error> {
         let doc = v.doc.clone();
         let rust = v.rust.clone();
         match &v.payload {
-            Payload::Struct { ty, .. } => out.push(Case { name, doc, class: Some(ty.clone()), rust, holds: Holds::Struct(ty.clone()) }),
-            Payload::Like { class } => out.push(Case { name, doc, class: Some(class.clone()), rust, holds: Holds::Struct(class.clone()) }),
+            Payload::Struct { ty, .. } => {
+                out.push(Case { name, doc, class: Some(ty.clone()), rust, holds: Holds::Struct(ty.clone()) })
+            }
+            Payload::Like { class } => {
+                out.push(Case { name, doc, class: Some(class.clone()), rust, holds: Holds::Struct(class.clone()) })
+            }
             Payload::Class { class, fields, tuple } => {
                 let holds = if u.error {
                     Holds::Fields(fields)
@@ -566,7 +643,10 @@ fn case_decl(c: &Case<'_>) -> String {
         Holds::Value(f) => format!("{name}({})", swift_type(&f.ty)),
         Holds::Other => format!("{name}(tag: String, raw: [String: JSONValue])"),
         Holds::Fields(fields) => {
-            format!("{name}({})", fields.iter().map(|f| format!("{}: {}", member(&f.name), swift_type(&f.ty))).collect::<Vec<_>>().join(", "))
+            format!(
+                "{name}({})",
+                fields.iter().map(|f| format!("{}: {}", member(&f.name), swift_type(&f.ty))).collect::<Vec<_>>().join(", ")
+            )
         }
     }
 }
@@ -576,7 +656,9 @@ fn case_pattern(c: &Case<'_>) -> String {
     match &c.holds {
         Holds::Unit => format!(".{}", c.name),
         Holds::Other => format!("let .{}(tag, raw)", c.name),
-        Holds::Fields(fields) => format!("let .{}({})", c.name, fields.iter().map(|f| format!("_{}", member(&f.name))).collect::<Vec<_>>().join(", ")),
+        Holds::Fields(fields) => {
+            format!("let .{}({})", c.name, fields.iter().map(|f| format!("_{}", member(&f.name))).collect::<Vec<_>>().join(", "))
+        }
         _ => format!("let .{}(v)", c.name),
     }
 }
@@ -594,7 +676,7 @@ fn union_def(model: &Model, t: &TypeDef, u: &Union) -> Result<String, Error> {
                 let _ = write!(d, "\n- {}: {first}", member(&f.name));
             }
         }
-        let _ = write!(out, "{}    case {}\n", doc(&d, "    "), case_decl(c));
+        let _ = writeln!(out, "{}    case {}", doc(&d, "    "), case_decl(c));
     }
     out += &match (t.origin, model.wire_json.tags.get(name)) {
         (Origin::Wire, Some(tag)) => wire_tagged_codable(&cases, &tag.member, &tag.values, name)?,
@@ -607,14 +689,20 @@ fn union_def(model: &Model, t: &TypeDef, u: &Union) -> Result<String, Error> {
 }
 
 /// `Codable` as the wire writes the union: the tag member beside the variant's own members.
-fn wire_tagged_codable(cases: &[Case<'_>], member_name: &str, values: &std::collections::BTreeMap<String, String>, union: &str) -> Result<String, Error> {
+fn wire_tagged_codable(
+    cases: &[Case<'_>],
+    member_name: &str,
+    values: &std::collections::BTreeMap<String, String>,
+    union: &str,
+) -> Result<String, Error> {
     let key = format!("AnyCodingKey({})", lit(member_name));
     let mut dec = String::new();
     let mut enc = String::new();
     for c in cases {
         match &c.holds {
             Holds::Struct(ty) | Holds::Union(ty) => {
-                let tag = values.get(&c.rust).ok_or_else(|| super::model_err(union, &format!("variant {} has no wire tag", c.rust)))?;
+                let tag =
+                    values.get(&c.rust).ok_or_else(|| super::model_err(union, &format!("variant {} has no wire tag", c.rust)))?;
                 let _ = writeln!(dec, "        case {}: self = .{}(try {ty}(from: decoder))", lit(tag), c.name);
                 let _ = writeln!(
                     enc,
@@ -666,7 +754,13 @@ fn keyed_codable(model: &Model, cases: &[Case<'_>], union: &str) -> Result<Strin
                 let _ = writeln!(enc, "        case let .{}(v): try c.encode(v, forKey: {key})", c.name);
             }
             Holds::Value(f) => {
-                let _ = writeln!(dec, "        case {}: self = .{}(try c.decode({}.self, forKey: key))", lit(&c.name), c.name, swift_type(&f.ty));
+                let _ = writeln!(
+                    dec,
+                    "        case {}: self = .{}(try c.decode({}.self, forKey: key))",
+                    lit(&c.name),
+                    c.name,
+                    swift_type(&f.ty)
+                );
                 let _ = writeln!(enc, "        case let .{}(v): try c.encode(v, forKey: {key})", c.name);
             }
             Holds::Unit => {
@@ -686,7 +780,13 @@ fn keyed_codable(model: &Model, cases: &[Case<'_>], union: &str) -> Result<Strin
             Holds::Fields(fields) => {
                 let args: Vec<String> = fields
                     .iter()
-                    .map(|f| Ok(format!("{}: {}", member(&f.name), codable_read(model, f, "f", &format!("AnyCodingKey({})", lit(&member(&f.name))))?)))
+                    .map(|f| {
+                        Ok(format!(
+                            "{}: {}",
+                            member(&f.name),
+                            codable_read(model, f, "f", &format!("AnyCodingKey({})", lit(&member(&f.name))))?
+                        ))
+                    })
                     .collect::<Result<_, Error>>()?;
                 let _ = writeln!(
                     dec,
@@ -697,7 +797,13 @@ fn keyed_codable(model: &Model, cases: &[Case<'_>], union: &str) -> Result<Strin
                 );
                 let mut writes = String::new();
                 for f in fields.iter() {
-                    writes += &codable_write(f, "f", &format!("_{}", member(&f.name)), &format!("AnyCodingKey({})", lit(&member(&f.name))), "            ");
+                    writes += &codable_write(
+                        f,
+                        "f",
+                        &format!("_{}", member(&f.name)),
+                        &format!("AnyCodingKey({})", lit(&member(&f.name))),
+                        "            ",
+                    );
                 }
                 let _ = writeln!(
                     enc,
@@ -722,27 +828,61 @@ fn union_boundary(model: &Model, name: &str, cases: &[Case<'_>]) -> Result<Strin
         let class = c.class.as_deref().unwrap_or("");
         match &c.holds {
             Holds::Struct(ty) => {
-                let _ = writeln!(dispatch, "        case {}: return .{}(try {ty}(boundaryFields: &r, count: count))", lit(class), c.name);
+                let _ =
+                    writeln!(dispatch, "        case {}: return .{}(try {ty}(boundaryFields: &r, count: count))", lit(class), c.name);
                 let _ = writeln!(enc, "        case let .{}(v): v.encode(boundary: &w)", c.name);
             }
             Holds::Union(ty) => {
-                let _ = writeln!(nested, "            if let v = try {ty}.boundaryTagged(tag, &r, count: count) {{ return .{}(v) }}", c.name);
+                let _ = writeln!(
+                    nested,
+                    "            if let v = try {ty}.boundaryTagged(tag, &r, count: count) {{ return .{}(v) }}",
+                    c.name
+                );
                 let _ = writeln!(enc, "        case let .{}(v): v.encode(boundary: &w)", c.name);
             }
             Holds::Unit => {
-                let _ = writeln!(dispatch, "        case {}:\n            try r.skipFields({}, count: count)\n            return .{}", lit(class), lit(class), c.name);
-                let _ = writeln!(enc, "        case .{}:\n            w.writeMapHeader(1)\n            w.writeTag({})", c.name, lit(class));
+                let _ = writeln!(
+                    dispatch,
+                    "        case {}:\n            try r.skipFields({}, count: count)\n            return .{}",
+                    lit(class),
+                    lit(class),
+                    c.name
+                );
+                let _ = writeln!(
+                    enc,
+                    "        case .{}:\n            w.writeMapHeader(1)\n            w.writeTag({})",
+                    c.name,
+                    lit(class)
+                );
             }
             Holds::Value(f) => {
-                let read = read_fields(model, class, std::slice::from_ref(*f), |values| format!("return .{}({})", c.name, values[0]), "            ")?;
+                let read = read_fields(
+                    model,
+                    class,
+                    std::slice::from_ref(*f),
+                    |values| format!("return .{}({})", c.name, values[0]),
+                    "            ",
+                )?;
                 let _ = write!(dispatch, "        case {}:\n{read}", lit(class));
-                let _ = write!(enc, "        case let .{}(v):\n{}", c.name, write_fields(class, true, std::slice::from_ref(*f), &["v".to_owned()], "            "));
+                let _ = write!(
+                    enc,
+                    "        case let .{}(v):\n{}",
+                    c.name,
+                    write_fields(class, true, std::slice::from_ref(*f), &["v".to_owned()], "            ")
+                );
             }
             Holds::Fields(fields) => {
-                let read = read_fields(model, class, fields, |values| format!("return .{}({})", c.name, init_args(fields, values)), "            ")?;
+                let read = read_fields(
+                    model,
+                    class,
+                    fields,
+                    |values| format!("return .{}({})", c.name, init_args(fields, values)),
+                    "            ",
+                )?;
                 let _ = write!(dispatch, "        case {}:\n{read}", lit(class));
                 let values: Vec<String> = fields.iter().map(|f| format!("_{}", member(&f.name))).collect();
-                let _ = write!(enc, "        case {}:\n{}", case_pattern(c), write_fields(class, true, fields, &values, "            "));
+                let _ =
+                    write!(enc, "        case {}:\n{}", case_pattern(c), write_fields(class, true, fields, &values, "            "));
             }
             Holds::Other => {
                 let _ = writeln!(dispatch, "        case {}:\n            let (tag, raw) = try r.readOther(count: count)\n            return .other(tag: tag, raw: raw)", lit(class));

@@ -449,12 +449,14 @@ fn swift_package(dist: &Path, native: &Native) -> Result<PathBuf, Error> {
         (r.join("bindings/swift/dist/Package.swift"), "Package.swift".into()),
         (r.join("bindings/swift/dist/README.md"), "README.md".into()),
         (g.join("AcpInjectFFI.swift"), "Sources/AcpInjectFFI/AcpInjectFFI.swift".into()),
-        // The open string enums the binding lifts its custom types into (codegen/src/open_enums.rs).
-        (g.join("OpenEnums.swift"), "Sources/AcpInjectFFI/OpenEnums.swift".into()),
         (g.join("AcpInjectFFIFFI.h"), "Sources/AcpInjectFFIFFI/AcpInjectFFIFFI.h".into()),
         (g.join("module.modulemap"), "Sources/AcpInjectFFIFFI/module.modulemap".into()),
+        // The per-line C functions' header and module map (hand-written: UniFFI generates none).
+        (r.join("bindings/swift/Sources/AcpInjectLines/acp_inject_lines.h"), "Sources/AcpInjectLines/acp_inject_lines.h".into()),
+        (r.join("bindings/swift/Sources/AcpInjectLines/module.modulemap"), "Sources/AcpInjectLines/module.modulemap".into()),
     ];
-    // The idiomatic layer (module AcpInject): every Swift file of its target.
+    // The public module (AcpInject): every Swift file of its target, the value types
+    // (Values.swift, a symlink to generated/swift/Values.swift there) copied as real files.
     let layer = r.join("bindings/swift/Sources/AcpInject");
     let mut sources: Vec<PathBuf> = std::fs::read_dir(&layer)
         .map_err(|e| Error::msg(format!("cannot list {}: {e}", layer.display())))?

@@ -6,8 +6,8 @@
 // where steers the user sent mid-turn are delivered and handed back.
 //
 // This is the Swift counterpart of Python's `acp_inject.agent` and Kotlin's `Agent.kt`, over
-// the same generated objects (`AgentServer`, the callback interface `AgentRuntime`,
-// `TurnContext`). No protocol logic lives here.
+// the same generated objects (the binding's `AgentServer`, its callback interface
+// `AgentRuntime` and `TurnContext`, none of which users see). No protocol logic lives here.
 import AcpInjectFFI
 import Foundation
 
@@ -40,15 +40,15 @@ public protocol Agent: Sendable {
     /// Runs one turn.
     ///
     /// Throwing ends the turn with stop reason `error` (the error stays in this process's log,
-    /// the client sees a generic internal error); an `AcpError.Host(.sessionClosed)` or
-    /// `AcpError.Disconnected` thrown by an ``AgentTurn`` call (the session closed, or the
+    /// the client sees a generic internal error); an `AcpError.host(error: .sessionClosed, …)` or
+    /// `AcpError.disconnected` thrown by an ``AgentTurn`` call (the session closed, or the
     /// client went away, under the turn) ends it `cancelled`.
     ///
     /// - Parameters:
     ///   - turn: what the turn can do: stream text, report tool calls, ask permission, reach
     ///     break-points.
     ///   - messages: the user messages that open the turn (empty for a turn the agent started
-    ///     itself with `AgentServer.startTurn(sessionId:)`).
+    ///     itself with ``AgentServer/startTurn(sessionId:)``).
     /// - Returns: `nil` to end the turn normally (`endTurn`, or `cancelled` when the user
     ///   cancelled it), or a `TurnEnd` with another stop reason or usage.
     func run(turn: AgentTurn, messages: [UserInput]) async throws -> TurnEnd?
@@ -90,9 +90,10 @@ extension Agent {
 
 /// One running turn: what the agent says and does, and what the user sends meanwhile.
 ///
-/// Named `AgentTurn` (as in Kotlin) because the binding's `Turn` is the turn *state* a client
-/// mirrors (`idle`, `running`, …). Every method may be called from any task; the calls that
-/// throw fail with `AcpError.Host(.sessionClosed)` once the session closed under the turn.
+/// Named `AgentTurn` (as in Kotlin) because ``TurnPhase`` is the turn *state* an agent core
+/// holds (`idle`, `running`, …). Every method may be called from any task; the calls that
+/// throw fail with `AcpError.host(error: .sessionClosed, …)` once the session closed under the
+/// turn.
 ///
 /// ```swift
 /// func run(turn: AgentTurn, messages: [UserInput]) async throws -> TurnEnd? {
@@ -106,12 +107,10 @@ extension Agent {
 /// }
 /// ```
 public final class AgentTurn: Sendable, CustomStringConvertible {
-    /// The generated object underneath, for anything this class does not wrap (`paused()`,
-    /// `resumed()`, `clearMessage(messageId:)`, `interrupted()`).
-    public let context: TurnContext
+    let context: TurnContext
     /// The session this turn belongs to.
-    public let sessionId: String
-    /// The agent message and the thought being streamed into (`Locked` is a lock around them).
+    public let sessionId: SessionId
+    /// The agent message and the thought being streamed into.
     private let streams = Locked(Streams())
 
     private struct Streams {
@@ -119,10 +118,7 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
         var thought: MessageId?
     }
 
-    /// Wraps a turn's context (the library does this for ``Agent/run(turn:messages:)``).
-    ///
-    /// - Parameter context: the generated turn object.
-    public init(_ context: TurnContext) {
+    init(_ context: TurnContext) {
         self.context = context
         sessionId = context.sessionId()
     }
@@ -143,6 +139,11 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
         return id
     }
 
+    /// A fresh id for an agent message or thought, for updates sent with ``send(_:)``.
+    public func newMessageId() -> MessageId {
+        context.newMessageId()
+    }
+
     /// Streams text into the current agent message, started on first use and after a
     /// ``think(_:)`` (so that a thought between two pieces of text splits them into two
     /// messages).
@@ -156,7 +157,7 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
             s.message = id
             return id
         }
-        try context.sendText(messageId: id, text: words)
+        try call { try context.sendText(messageId: id, text: words) }
     }
 
     /// Streams text into the current thought (`agent_thought_chunk`), started on first use and
@@ -171,14 +172,20 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
             s.thought = id
             return id
         }
-        try context.send(update: .agentThoughtChunk(AgentThoughtChunk(messageId: id, content: .text(words), meta: nil)))
+        try send(.agentThoughtChunk(AgentThoughtChunk(messageId: id, content: .text(words))))
     }
 
     /// Sends any of the agent's own updates (plans, usage, session info, a whole message, …).
     ///
-    /// - Parameter update: the update, as the binding spells it.
+    /// - Parameter update: the update.
     public func send(_ update: SessionUpdate) throws {
-        try context.send(update: update)
+        try call { try context.send(update: arg(update)) }
+    }
+
+    /// Clears what was streamed so far for an agent message (the next ``say(_:)`` into it
+    /// starts from empty).
+    public func clearMessage(_ messageId: MessageId) throws {
+        try call { try context.clearMessage(messageId: messageId) }
     }
 
     /// Reports a tool call, created or changed (the same id updates the same call).
@@ -192,12 +199,8 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
     public func toolCall(
         _ toolCallId: ToolCallId, status: ToolCallStatus, title: String? = nil, kind: ToolKind? = nil, output: String? = nil
     ) throws {
-        let content = output.map { [ToolCallContent.content(ToolCallContentBlock(content: .text($0), meta: nil))] }
-        let update = ToolCallUpdate(
-            toolCallId: toolCallId, name: nil, title: title, kind: kind, status: status, content: content,
-            locations: nil, rawInput: nil, rawOutput: nil, meta: nil
-        )
-        try context.send(update: .toolCallUpdate(update))
+        let content = output.map { [ToolCallContent.content(ToolCallContentBlock(content: .text($0)))] }
+        try send(.toolCallUpdate(ToolCallUpdate(toolCallId: toolCallId, title: title, kind: kind, status: status, content: content)))
     }
 
     /// A safe point (a tool result, between model steps): the steers the user sent meanwhile
@@ -207,18 +210,28 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
     /// - Parameter kind: where the turn is: `.toolResult` (the default) or `.modelStep`.
     /// - Returns: the steers delivered here, in order (usually none).
     public func breakPoint(_ kind: BreakPoint = .toolResult) throws -> [UserInput] {
-        try context.breakPoint(kind: kind)
+        try result([UserInput].self, call { try context.breakPoint(kind: arg(kind)) })
     }
 
     /// A model stream with no tool call pending began (a steer then finishes or interrupts it,
     /// as the configuration's `steerInStream` says).
     public func streamStarted() throws {
-        try context.streamStarted()
+        try call { try context.streamStarted() }
     }
 
     /// The model stream ended.
     public func streamFinished() throws {
-        try context.streamFinished()
+        try call { try context.streamFinished() }
+    }
+
+    /// A model-process pause began (a rate limit, a usage cap).
+    public func paused() throws {
+        try call { try context.paused() }
+    }
+
+    /// The pause cleared.
+    public func resumed() throws {
+        try call { try context.resumed() }
     }
 
     /// Whether the user cancelled the turn: stop and return.
@@ -234,6 +247,11 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
 
     /// Whether a steer asked to cut the current model stream (`steerInStream: interrupt`).
     public var interruptRequested: Bool { context.interruptRequested() }
+
+    /// Returns when a steer asks to cut the current model stream.
+    public func interrupted() async {
+        await context.interrupted()
+    }
 
     /// Waits, unless the user cancels the turn first (checked every 10 ms) or the calling task
     /// is cancelled (the library cancels it when it stops serving).
@@ -268,29 +286,40 @@ public final class AgentTurn: Sendable, CustomStringConvertible {
     ///   (the user cancelled the turn, or the client declined it).
     public func permission(
         _ title: String, options: [PermissionOption] = AgentTurn.allowOrReject, description: String? = nil,
-        toolCallId: String? = nil
+        toolCallId: ToolCallId? = nil
     ) async throws -> PermissionOptionId? {
-        switch try await context.requestPermission(
-            title: title, description: description, options: options, toolCallId: toolCallId
-        ) {
+        switch try await requestPermission(title, options: options, description: description, toolCallId: toolCallId) {
         case let .selected(selected): return selected.optionId
         default: return nil
         }
     }
 
+    /// ``permission(_:options:description:toolCallId:)`` with the whole outcome.
+    public func requestPermission(
+        _ title: String, options: [PermissionOption] = AgentTurn.allowOrReject, description: String? = nil,
+        toolCallId: ToolCallId? = nil
+    ) async throws -> RequestPermissionOutcome {
+        let context = context
+        let answer = try await callAsync {
+            try await context.requestPermission(title: title, description: description, options: arg(options), toolCallId: toolCallId)
+        }
+        return try result(RequestPermissionOutcome.self, answer)
+    }
+
     /// `allow` (allow once) and `reject` (reject once): the default options of
     /// ``permission(_:options:description:toolCallId:)``.
     public static let allowOrReject: [PermissionOption] = [
-        PermissionOption(optionId: "allow", name: "Allow", kind: .allowOnce, meta: nil),
-        PermissionOption(optionId: "reject", name: "Reject", kind: .rejectOnce, meta: nil),
+        PermissionOption(optionId: "allow", name: "Allow", kind: .allowOnce),
+        PermissionOption(optionId: "reject", name: "Reject", kind: .rejectOnce),
     ]
 }
 
-/// The callback object the library calls: UniFFI's callback interface `AgentRuntime` must be
-/// a class (`AnyObject, Sendable`). This one is `Sendable` without `@unchecked`: it is final
+/// The callback object the library calls: the binding's callback interface `AgentRuntime` must
+/// be a class (`AnyObject, Sendable`). This one is `Sendable` without `@unchecked`: it is final
 /// and holds only an immutable `Sendable` value (the agent), so calls from the library's
-/// threads, several at once, share nothing mutable here; the agent's own state is the
-/// agent's (``Agent`` is `Sendable`).
+/// threads, several at once, share nothing mutable here; the agent's own state is the agent's
+/// (``Agent`` is `Sendable`). Values arrive and leave encoded; what the agent throws goes back
+/// as the binding's error, an `AcpError` as it is and anything else as `.internal`.
 final class AgentAdapter: AgentRuntime {
     let agent: any Agent
 
@@ -298,22 +327,30 @@ final class AgentAdapter: AgentRuntime {
         self.agent = agent
     }
 
-    func runTurn(turn: TurnContext, input: [UserInput]) async throws -> TurnEnd {
+    func runTurn(turn: TurnContext, input: Data) async throws -> Data {
+        let messages = try AcpInject.input([UserInput].self, input)
         let t = AgentTurn(turn)
-        if let end = try await agent.run(turn: t, messages: input) { return end }
-        return TurnEnd(stopReason: t.isCancelled ? .cancelled : .endTurn)
+        do {
+            let end = try await agent.run(turn: t, messages: messages) ?? TurnEnd(stopReason: t.isCancelled ? .cancelled : .endTurn)
+            return Boundary.encode(end)
+        } catch {
+            throw AcpError.from(error).ffi
+        }
     }
 
-    func sessionOpened(sessionId: String, setup: SessionSetup) async throws {
-        try await agent.opened(sessionId: sessionId, setup: setup)
+    func sessionOpened(sessionId: String, setup: Data) async throws {
+        let setup = try AcpInject.input(SessionSetup.self, setup)
+        do { try await agent.opened(sessionId: sessionId, setup: setup) } catch { throw AcpError.from(error).ffi }
     }
 
-    func sessionResumed(sessionId: String, setup: SessionSetup) async throws {
-        try await agent.resumed(sessionId: sessionId, setup: setup)
+    func sessionResumed(sessionId: String, setup: Data) async throws {
+        let setup = try AcpInject.input(SessionSetup.self, setup)
+        do { try await agent.resumed(sessionId: sessionId, setup: setup) } catch { throw AcpError.from(error).ffi }
     }
 
-    func sessionClosed(sessionId: String, dropped: [PendingInject]) async throws {
-        try await agent.closed(sessionId: sessionId, dropped: dropped)
+    func sessionClosed(sessionId: String, dropped: Data) async throws {
+        let dropped = try AcpInject.input([PendingInject].self, dropped)
+        do { try await agent.closed(sessionId: sessionId, dropped: dropped) } catch { throw AcpError.from(error).ffi }
     }
 }
 
@@ -324,13 +361,16 @@ final class AgentAdapter: AgentRuntime {
 ///   - version: the agent's version.
 ///   - steerInStream: `.finish` (the default) lets the model stream finish before a steer is
 ///     delivered; `.interrupt` asks to cut it (see ``AgentTurn/interruptRequested``).
-/// - Returns: `defaultAgentConfig()` with that identity and steer behaviour.
+/// - Returns: ``defaultAgentConfig()`` with that identity and steer behaviour.
 public func agentConfig(name: String, version: String = "0.1.0", steerInStream: SteerInStream = .finish) -> AgentConfig {
-    var config = defaultAgentConfig()
-    config.info = AgentInfo(name: name, version: version)
-    config.inject?.steerInStream = [steerInStream]
-    config.policy.steerInStream = steerInStream
-    return config
+    let d: AgentConfig = defaultAgentConfig()
+    let inject = d.inject.map { InjectCapabilities(modes: $0.modes, pending: $0.pending, steerInStream: [steerInStream], meta: $0.meta) }
+    let p = d.policy
+    let policy = Policy(
+        queueDrain: p.queueDrain, steerInStream: steerInStream, revokeReplace: p.revokeReplace, rememberIds: p.rememberIds,
+        clearStyle: p.clearStyle, maxLineBytes: p.maxLineBytes, listPageSize: p.listPageSize
+    )
+    return AgentConfig(inject: inject, policy: policy, info: AgentInfo(name: name, version: version), setup: d.setup)
 }
 
 /// The configuration used when none is given: ``agentConfig(name:version:steerInStream:)``
@@ -339,10 +379,13 @@ private func defaultConfig(for agent: any Agent) -> AgentConfig {
     agentConfig(name: String(describing: type(of: agent)))
 }
 
-extension AgentServer {
-    /// An agent server around `agent`, for what ``serveStdio(agent:config:store:)`` and
-    /// ``listen(agent:address:config:store:token:allowedOrigins:)`` do not wrap
-    /// (`startTurn(sessionId:)`, `closeSession(sessionId:)`).
+/// An agent server around an ``Agent``: what ``serveStdio(agent:config:store:)``,
+/// ``listen(agent:address:config:store:token:allowedOrigins:)`` and ``runAgent(_:config:store:listen:token:allowedOrigins:)``
+/// build, for a host that also starts turns or closes sessions itself.
+public final class AgentServer: Sendable {
+    let server: AcpInjectFFI.AgentServer
+
+    /// An agent server around `agent`.
     ///
     /// - Parameters:
     ///   - agent: the agent.
@@ -352,11 +395,52 @@ extension AgentServer {
     ///     or a `postgres://` URL several agent hosts share
     ///     (`postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N`, each host its own `NAME`);
     ///     `nil` keeps them in memory.
-    /// - Throws: `AcpError.Config` for a configuration it refuses, `AcpError.Store` when the
+    /// - Throws: `AcpError.config` for a configuration it refuses, `AcpError.store` when the
     ///   store cannot be opened.
-    public convenience init(agent: some Agent, config: AgentConfig? = nil, store: String? = nil) throws {
-        try self.init(runtime: AgentAdapter(agent), config: config ?? defaultConfig(for: agent), storePath: store)
+    public init(agent: some Agent, config: AgentConfig? = nil, store: String? = nil) throws {
+        let config = config ?? defaultConfig(for: agent)
+        server = try call { try AcpInjectFFI.AgentServer(runtime: AgentAdapter(agent), config: arg(config), storePath: store) }
     }
+
+    /// Serves over this process's stdin/stdout until the client closes stdin.
+    public func runStdio() async throws {
+        let server = server
+        try await callAsync { try await server.runStdio() }
+    }
+
+    /// Serves over the network on `address` (`HOST:PORT`; port 0 picks a free one): the
+    /// upstream Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
+    /// (`http://HOST:PORT/acp`) once bound; serving goes on until ``shutdown()``.
+    public func listen(address: String, token: String? = nil, allowedOrigins: [String] = []) async throws -> String {
+        let server = server
+        return try await callAsync { try await server.listen(addr: address, bearerToken: token, allowedOrigins: allowedOrigins) }
+    }
+
+    /// Waits until serving stops because the store failed, then throws `AcpError.store` saying
+    /// why.
+    public func stopped() async throws {
+        let server = server
+        try await callAsync { try await server.stopped() }
+    }
+
+    /// Stops serving: the network listener (if any) closes its connections, every running
+    /// turn is cancelled and given a moment to end.
+    public func shutdown() async {
+        await server.shutdown()
+    }
+
+    /// Starts a turn in a session with no user message (``Agent/run(turn:messages:)`` gets none).
+    public func startTurn(sessionId: SessionId) throws {
+        try call { try server.startTurn(sessionId: sessionId) }
+    }
+
+    /// Closes a session from the agent's side.
+    public func closeSession(sessionId: SessionId) throws {
+        try call { try server.closeSession(sessionId: sessionId) }
+    }
+
+    /// The live sessions.
+    public var sessions: [SessionId] { server.sessions() }
 }
 
 /// Serves `agent` over this process's stdin/stdout until the client closes stdin.
@@ -366,11 +450,10 @@ extension AgentServer {
 ///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
 ///     name.
 ///   - store: sessions outlive the process in this store (see
-///     `AgentServer.init(agent:config:store:)`); `nil` keeps them in memory.
+///     ``AgentServer/init(agent:config:store:)``); `nil` keeps them in memory.
 /// - Throws: `AcpError` when the server cannot be built or stdio fails.
 public func serveStdio(agent: some Agent, config: AgentConfig? = nil, store: String? = nil) async throws {
-    let server = try AgentServer(agent: agent, config: config, store: store)
-    try await server.runStdio()
+    try await AgentServer(agent: agent, config: config, store: store).runStdio()
 }
 
 /// An agent serving over the network (see ``listen(agent:address:config:store:token:allowedOrigins:)``):
@@ -383,7 +466,7 @@ public func serveStdio(agent: some Agent, config: AgentConfig? = nil, store: Str
 /// await listening.stop()
 /// ```
 public final class Listening: Sendable, CustomStringConvertible {
-    /// The generated object underneath (`startTurn(sessionId:)`, `closeSession(sessionId:)`).
+    /// The server underneath (``AgentServer/startTurn(sessionId:)``, ``AgentServer/closeSession(sessionId:)``).
     public let server: AgentServer
     /// The endpoint: `http://HOST:PORT/acp` (Streamable HTTP).
     public let url: String
@@ -402,7 +485,7 @@ public final class Listening: Sendable, CustomStringConvertible {
     public var description: String { "Listening(\(url))" }
 
     /// The live sessions' ids.
-    public var sessions: [String] { server.sessions() }
+    public var sessions: [SessionId] { server.sessions }
 
     /// Stops listening (every connection ends) and cancels the running turns, giving them a
     /// moment to end.
@@ -412,7 +495,7 @@ public final class Listening: Sendable, CustomStringConvertible {
 
     /// Waits until serving stops because the store failed.
     ///
-    /// - Throws: always, once that happens: `AcpError.Store` saying why (a database error, or,
+    /// - Throws: always, once that happens: `AcpError.store` saying why (a database error, or,
     ///   on a store several hosts share, a session another host took over while this one was
     ///   paused). Every connection was dropped by then: stop, and start the host again.
     public func stopped() async throws {
@@ -431,19 +514,19 @@ public final class Listening: Sendable, CustomStringConvertible {
 ///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
 ///     name.
 ///   - store: sessions outlive the process in this store (see
-///     `AgentServer.init(agent:config:store:)`); `nil` keeps them in memory.
+///     ``AgentServer/init(agent:config:store:)``); `nil` keeps them in memory.
 ///   - token: clients must send `Authorization: Bearer <token>`; required on anything but a
 ///     loopback address.
 ///   - allowedOrigins: the browser origins that may call.
 /// - Returns: the running listener, with its URL.
-/// - Throws: `AcpError.Config` for a non-loopback address without a token; `AcpError` when
+/// - Throws: `AcpError.config` for a non-loopback address without a token; `AcpError` when
 ///   the address cannot be bound or the server cannot be built.
 public func listen(
     agent: some Agent, address: String, config: AgentConfig? = nil, store: String? = nil,
     token: String? = nil, allowedOrigins: [String] = []
 ) async throws -> Listening {
     let server = try AgentServer(agent: agent, config: config, store: store)
-    let url = try await server.listen(addr: address, bearerToken: token, allowedOrigins: allowedOrigins)
+    let url = try await server.listen(address: address, token: token, allowedOrigins: allowedOrigins)
     return Listening(server: server, url: url)
 }
 
@@ -461,7 +544,7 @@ public func listen(
 ///     stdio.
 ///   - token: over the network, the bearer token clients must send.
 ///   - allowedOrigins: over the network, the browser origins that may call.
-/// - Throws: `AcpError` when serving cannot start; over the network, `AcpError.Store` when
+/// - Throws: `AcpError` when serving cannot start; over the network, `AcpError.store` when
 ///   the store failed (on a store several hosts share: a session another host took over):
 ///   restart the process.
 public func runAgent(

@@ -1,5 +1,5 @@
 // Building and reading content blocks.
-import AcpInjectFFI
+import Foundation
 
 /// What the calls that take content accept: a `String` (one text block), a ``ContentBlock``
 /// or an array of them.
@@ -23,7 +23,7 @@ extension Array: ContentConvertible where Element == ContentBlock {
 extension ContentBlock {
     /// A text content block: `.text("fix the bug")`.
     public static func text(_ value: String) -> ContentBlock {
-        .text(TextContent(text: value, annotations: nil, meta: nil))
+        .text(TextContent(text: value))
     }
 
     /// The text of a text block, else `nil`.

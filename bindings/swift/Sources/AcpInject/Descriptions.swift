@@ -1,22 +1,28 @@
-// Readable descriptions for the generated types whose default one is a dump of nested
-// records (payload-less enums such as `ItemStatus` or `ErrorReason` already print their case).
-// `AcpError`'s `localizedDescription` uses its description too.
-import AcpInjectFFI
+// Readable descriptions for the values whose default one is a dump of nested structs (enums
+// already print their case, open enums their Swift name). `AcpError`'s
+// `localizedDescription` is its description.
+import Foundation
 
-extension AcpError: CustomStringConvertible {
+extension AcpError: CustomStringConvertible, LocalizedError {
+    /// The message the library gives the error (`refused locally: mode_not_supported`): the
+    /// formats of crates/ffi/src/error.rs (a case the model gains needs one here).
     public var description: String {
         switch self {
-        case let .InvalidInput(detail): return "invalid input: \(detail)"
-        case let .Protocol(error): return "the agent refused: \(error)"
-        case let .Rejected(reason): return "refused locally: \(reason)"
-        case let .Host(error): return "the agent core refused the runtime event: \(error)"
-        case let .Config(detail): return "invalid configuration: \(detail)"
-        case let .Store(detail): return "store error: \(detail)"
-        case let .Disconnected(detail): return "disconnected: \(detail)"
-        case let .Mismatch(detail): return detail
-        case let .Internal(detail): return "internal error (a bug): \(detail)"
+        case let .invalidInput(detail): return "invalid input: \(detail)"
+        case let .protocol(error): return "the agent refused: \(error)"
+        case let .rejected(_, detail): return "refused locally: \(detail)"
+        case let .host(_, detail): return detail
+        case let .config(detail): return "invalid configuration: \(detail)"
+        case let .store(detail): return "store error: \(detail)"
+        case let .disconnected(detail): return detail
+        case let .mismatch(detail): return detail
+        case let .internal(detail): return "internal error (a bug): \(detail)"
+        case let .authRequired(error):
+            return "the agent requires authentication first (authenticate with one of its authMethods): \(error)"
         }
     }
+
+    public var errorDescription: String? { description }
 }
 
 extension ProtocolError: CustomStringConvertible {
@@ -39,7 +45,7 @@ extension ContentBlock: CustomStringConvertible {
         case let .audio(content): return "[audio \(content.mimeType)]"
         case let .resourceLink(link): return "[link \(link.uri)]"
         case .resource: return "[resource]"
-        case .other: return "[unknown content]"
+        case let .other(tag, _): return "[unknown content \(tag)]"
         }
     }
 }
@@ -66,6 +72,29 @@ extension PendingInject: CustomStringConvertible {
     }
 }
 
+extension Patch: CustomStringConvertible where Value == [ContentBlock] {
+    public var description: String {
+        switch self {
+        case .absent: return "(unchanged)"
+        case .null: return "(cleared)"
+        case let .value(blocks): return blocks.map(\.description).joined(separator: " ")
+        }
+    }
+}
+
+extension StateUpdate: CustomStringConvertible {
+    /// `state idle (endTurn)`.
+    public var description: String {
+        switch self {
+        case .running: return "state running"
+        case .requiresAction: return "state requiresAction"
+        case let .idle(idle): return "state idle" + (idle.stopReason.map { " (\($0))" } ?? "")
+        case .unknown: return "state unknown"
+        case let .other(tag, _): return "state \(tag) (unrecognised)"
+        }
+    }
+}
+
 extension SessionUpdate: CustomStringConvertible {
     /// The kind of update and what it is about, on one line.
     public var description: String {
@@ -77,14 +106,7 @@ extension SessionUpdate: CustomStringConvertible {
         case let .agentMessageClear(m): return "agentMessageClear \(m.messageId ?? "(current)")"
         case let .agentThought(m): return "agentThought \(m.messageId) \(m.content)"
         case let .agentThoughtChunk(m): return "agentThoughtChunk \(m.messageId) \(m.content)"
-        case let .stateUpdate(s):
-            switch s {
-            case .running: return "state running"
-            case .requiresAction: return "state requiresAction"
-            case let .idle(idle): return "state idle" + (idle.stopReason.map { " (\($0))" } ?? "")
-            case .unknown: return "state unknown"
-            case .other: return "state (unrecognised)"
-            }
+        case let .stateUpdate(s): return s.description
         case let .toolCallUpdate(t):
             return "toolCallUpdate \(t.toolCallId)" + (t.title.map { " \(String(reflecting: $0))" } ?? "") + (t.status.map { " \($0)" } ?? "")
         case let .toolCallContentChunk(t): return "toolCallContentChunk \(t.toolCallId)"
@@ -93,17 +115,7 @@ extension SessionUpdate: CustomStringConvertible {
         case .sessionInfoUpdate: return "sessionInfoUpdate"
         case let .acpInjectPending(p): return "pending [\(p.pending.map(\.description).joined(separator: ", "))]"
         case .acpInjectSessionClosed: return "sessionClosed"
-        case .other: return "(unknown update)"
-        }
-    }
-}
-
-extension ContentBlockListPatch: CustomStringConvertible {
-    public var description: String {
-        switch self {
-        case .absent: return "(unchanged)"
-        case .null: return "(cleared)"
-        case let .value(blocks): return blocks.map(\.description).joined(separator: " ")
+        case let .other(tag, _): return "\(tag) (unknown update)"
         }
     }
 }
@@ -111,23 +123,13 @@ extension ContentBlockListPatch: CustomStringConvertible {
 extension SessionActivity: CustomStringConvertible {
     public var description: String {
         switch self {
-        case let .event(.update(update)): return update.description
-        case let .event(.item(item)): return "item \(item)"
-        case let .event(.violation(v)): return "violation \(v.rule) \(v.messageId)"
-        case .event(.closed): return "closed"
-        case let .event(.tolerated(what)): return "tolerated \(what)"
-        case let .permissionRequested(request, params):
-            return "permission requested (\(request)): \(String(reflecting: params.title)), options \(params.options.map(\.optionId))"
-        }
-    }
-}
-
-extension RequestId: CustomStringConvertible {
-    public var description: String {
-        switch self {
-        case .null: return "null"
-        case let .number(n): return String(n)
-        case let .str(s): return String(reflecting: s)
+        case let .update(update): return update.description
+        case let .item(item): return "item \(item)"
+        case let .violation(v): return "violation \(v.rule) \(v.messageId)"
+        case .closed: return "closed"
+        case let .tolerated(what): return "tolerated \(what)"
+        case let .permissionRequested(p):
+            return "permission requested (\(p.request)): \(String(reflecting: p.params.title)), options \(p.params.options.map(\.optionId))"
         }
     }
 }

@@ -34,12 +34,8 @@ struct ScriptedAgent: Agent {
             }
         }
         try turn.say("Done (\(heard.count) message(s) handled this turn).")
-        let n = UInt64(heard.count)
-        let usage = Usage(
-            totalTokens: 100 * n + 50, inputTokens: 100 * n, outputTokens: 50,
-            thoughtTokens: nil, cachedReadTokens: nil, cachedWriteTokens: nil, meta: nil
-        )
-        return TurnEnd(stopReason: .endTurn, usage: usage)
+        let n = heard.count
+        return TurnEnd(stopReason: .endTurn, usage: Usage(totalTokens: 100 * n + 50, inputTokens: 100 * n, outputTokens: 50))
     }
 }
 

@@ -32,10 +32,7 @@ struct ProbeAgent: Agent {
             try turn.say("world.")
             try turn.think("That was easy.")
             try turn.say(" Bye.")
-            return TurnEnd(stopReason: .endTurn, usage: Usage(
-                totalTokens: 3, inputTokens: 1, outputTokens: 2,
-                thoughtTokens: nil, cachedReadTokens: nil, cachedWriteTokens: nil, meta: nil
-            ))
+            return TurnEnd(stopReason: .endTurn, usage: Usage(totalTokens: 3, inputTokens: 1, outputTokens: 2))
         case "hold":
             try turn.say("step 1. ")
             while !probe.gate.withLock({ $0 }) {
@@ -140,12 +137,11 @@ final class AgentRuntimeTests: XCTestCase {
         XCTAssertEqual(users(snap), ["hold", "use auth_v2", "then the changelog"])
         XCTAssertEqual(snap.transcript.filter { $0.role == .user }.map(\.messageId).suffix(2), [steer, queued])
         let steerAt = seen.firstIndex {
-            if case let .event(.update(.userMessage(m))) = $0 { return m.messageId == steer }
+            if case let .update(.userMessage(m)) = $0 { return m.messageId == steer }
             return false
         }
         let firstIdle = seen.firstIndex {
-            if case .event(.update(.stateUpdate(.idle))) = $0 { return true }
-            return false
+            $0.turnEnded != nil
         }
         XCTAssertNotNil(steerAt, "\(seen)")
         XCTAssertNotNil(firstIdle, "\(seen)")
@@ -162,9 +158,9 @@ final class AgentRuntimeTests: XCTestCase {
         try await session.prompt("ask")
         let request = try await withDeadline(30) { () -> RequestPermissionRequest in
             for try await activity in session.events {
-                if case let .permissionRequested(request, params) = activity {
-                    try session.allow(request, optionId: "reject")
-                    return params
+                if case let .permissionRequested(p) = activity {
+                    try session.allow(p.request, optionId: "reject")
+                    return p.params
                 }
             }
             throw Timeout(description: "the events ended without a permission request")
@@ -202,19 +198,24 @@ final class AgentRuntimeTests: XCTestCase {
             while probe.waits.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
         }
         await assertAcpErrorAsync({ try await withDeadline(10) { while true { _ = try await session.nextEvents() } } }) {
-            if case .Disconnected = $0 { return true }
+            if case .disconnected = $0 { return true }
             return false
         }
         let url = listening.webSocketURL
         await assertAcpErrorAsync({ try await connect(url: url) }) {
-            if case .Disconnected = $0 { return true }
+            if case .disconnected = $0 { return true }
             return false
         }
     }
 
     func testANonLoopbackAddressNeedsAToken() async throws {
         await assertAcpErrorAsync({ try await listen(agent: ProbeAgent(probe: probe), address: "0.0.0.0:0") }) {
-            if case .Config = $0 { return true }
+            if case .config = $0 { return true }
+            return false
+        }
+        // A token too short to be a secret is refused too.
+        await assertAcpErrorAsync({ try await listen(agent: ProbeAgent(probe: probe), address: "127.0.0.1:0", token: "s3cret") }) {
+            if case let .config(detail) = $0 { return detail.contains("too short") }
             return false
         }
     }

@@ -11,14 +11,14 @@ final class ClientMirrorTests: XCTestCase {
 
     func mirror() throws -> ClientCore {
         let client = ClientCore(maxLineBytes: 1 << 20)
-        try client.openSession(sessionId: "s1", mirrorJson: nil)
+        try client.openSession(sessionId: "s1")
         return client
     }
 
     func testBulkTextBytesAndPerLineFeedingBuildTheSameState() throws {
         let bytes = try mirror(), text = try mirror(), perLine = try mirror()
-        let fromBytes = try bytes.receiveBytes(bytes: RecordedStream.bytes(lines))
-        let fromText = try text.receiveText(text: RecordedStream.text(lines))
+        let fromBytes = try bytes.receive(bytes: RecordedStream.bytes(lines))
+        let fromText = try text.receive(text: RecordedStream.text(lines))
         var fromLines: [Event] = []
         for line in lines { fromLines += try perLine.receive(line: line) }
         XCTAssertEqual(fromText, fromBytes)
@@ -31,7 +31,7 @@ final class ClientMirrorTests: XCTestCase {
 
     func testTheMirrorHoldsWhatTheStreamSaid() throws {
         let client = try mirror()
-        _ = try client.receiveText(text: RecordedStream.text(lines))
+        _ = try client.receive(text: RecordedStream.text(lines))
         let snap = try XCTUnwrap(client.snapshot(sessionId: "s1"))
         XCTAssertEqual(snap.state, .idle)
         XCTAssertEqual(snap.stopReason, .endTurn)

@@ -27,7 +27,7 @@ final class ConcurrencyTests: XCTestCase {
                         do {
                             try await session.revoke(id)
                             revoked.append(id)
-                        } catch let AcpError.Protocol(error) where error.reason == .alreadyDelivered {
+                        } catch let AcpError.protocol(error) where error.reason == .alreadyDelivered {
                             kept.append(id) // the turn ended in between and took it
                         }
                     }
@@ -62,7 +62,7 @@ final class ConcurrencyTests: XCTestCase {
         XCTAssertTrue(try core.createSession(sessionId: "s1", cwd: "/tmp"))
         let starter = ClientCore(maxLineBytes: 1 << 20)
         try starter.assumeCapabilities(inject: fullCaps)
-        try starter.openSession(sessionId: "s1", mirrorJson: nil)
+        try starter.openSession(sessionId: "s1")
         try core.attach(connection: "c0", role: .controller)
         XCTAssertTrue(try core.attachToSession(connection: "c0", sessionId: "s1"))
         try handshake(core, "c0")
@@ -71,8 +71,8 @@ final class ConcurrencyTests: XCTestCase {
 
         let delivered = Locked<[String]>([])
         func record(_ outputs: [Output]) {
-            for case let .action(_, action) in outputs {
-                switch action {
+            for case let .action(a) in outputs {
+                switch a.action {
                 case let .startTurn(inputs), let .deliver(inputs): delivered.withLock { $0 += inputs.map(\.messageId) }
                 default: break
                 }
@@ -85,7 +85,7 @@ final class ConcurrencyTests: XCTestCase {
                     let conn = "c\(n)"
                     let client = ClientCore(maxLineBytes: 1 << 20)
                     try client.assumeCapabilities(inject: fullCaps)
-                    try client.openSession(sessionId: "s1", mirrorJson: nil)
+                    try client.openSession(sessionId: "s1")
                     try core.attach(connection: conn, role: .controller)
                     _ = try core.attachToSession(connection: conn, sessionId: "s1")
                     try handshake(core, conn)
@@ -95,26 +95,26 @@ final class ConcurrencyTests: XCTestCase {
                         for line in try client.takeOutgoing() {
                             let outputs = try core.handleLine(connection: conn, line: line)
                             record(outputs)
-                            for case let .line(to, answer) in outputs where to.contains(conn) { events += try client.receive(line: answer) }
+                            for case let .line(l) in outputs where l.to.contains(conn) { events += try client.receive(line: l.line) }
                         }
                         return events
                     }
                     for i in 0..<perTask {
                         let request = try client.inject(sessionId: "s1", mode: i % 2 == 1 ? .steer : .queue, content: "\(n)-\(i)".contentBlocks)
-                        for case let .answered(id, _, _, outcome) in try exchange() where id == request {
-                            switch outcome {
-                            case let .accepted(messageId?): accepted.append(messageId)
+                        for case let .answered(answer) in try exchange() where answer.request == request {
+                            switch answer.outcome {
+                            case let .accepted(a) where a.messageId != nil: accepted.append(a.messageId!)
                             // A steer that raced a turn end meets an idle session (R-STEER-2).
                             case let .failed(error) where error.reason == .noRunningTurn: refused += 1
-                            default: XCTFail("\(n)-\(i): \(outcome)")
+                            default: XCTFail("\(n)-\(i): \(answer.outcome)")
                             }
                         }
                         if i % 3 == 0, let last = accepted.last, try client.itemStatus(sessionId: "s1", messageId: last) == .pending {
                             let revoke = try client.revoke(sessionId: "s1", messageId: last)
-                            for case let .answered(id, _, _, .revoked) in try exchange() where id == revoke { revoked.append(last) }
+                            for case let .answered(a) in try exchange() where a.request == revoke && a.outcome == .revoked { revoked.append(last) }
                         }
                         if i % 5 == 0 { if let out = try? core.runtimeEvent(sessionId: "s1", event: .breakPoint(.toolResult)) { record(out) } }
-                        if i % 17 == 0, let out = try? core.runtimeEvent(sessionId: "s1", event: .turnEnded(stopReason: .endTurn, usage: nil)) {
+                        if i % 17 == 0, let out = try? core.runtimeEvent(sessionId: "s1", event: .turnEnded(TurnEnd(stopReason: .endTurn))) {
                             record(out)
                         }
                     }
@@ -138,7 +138,7 @@ final class ConcurrencyTests: XCTestCase {
     /// that task's order.
     func testOneClientCoreFedAndReadFromManyTasks() async throws {
         let client = ClientCore(maxLineBytes: 1 << 20)
-        try client.openSession(sessionId: "s1", mirrorJson: nil)
+        try client.openSession(sessionId: "s1")
         let chunks = 200
         try await withThrowingTaskGroup(of: Void.self) { group in
             for n in 1...tasks {

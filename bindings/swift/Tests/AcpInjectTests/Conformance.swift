@@ -1,14 +1,24 @@
-// Replays conformance vectors through the Swift binding.
+// Replays conformance vectors through the Swift package.
 //
-// This is a driver, not an engine: it performs each step on `AgentCore` or `ClientCore` exactly
-// as a Swift host would, and hands what came out to the shared Rust engine (`VectorRun`), which
-// owns the vector format and the comparison. A passing vector proves the behaviour survives the
-// FFI boundary.
+// This is a driver, not an engine: it performs each step on `AgentCore` or `ClientCore` (the
+// package's public sans-IO cores) exactly as a Swift host would, and hands what came out to the
+// shared Rust engine (`VectorRun`), which owns the vector format and the comparison. The engine
+// hands over values in the boundary encoding: the driver decodes them with the package's
+// generated decoders, and hands back what the public API returned encoded again with its
+// generated encoders, so every value goes through both directions of the Swift codec. A passing
+// vector proves the behaviour survives the FFI boundary and the codec.
 //
 // Test code, never in the distributed package: the engine is the test-only UniFFI component of
 // crates/ffi-conformance, whose binding (generated/conformance/swift) this development package
 // compiles into its AcpInjectFFI module beside the shipped one, linked to that crate's library.
-import AcpInject
+// Only the engine's declarations are imported from there (the rest of that module is the
+// binding the package wraps); `@testable` reaches the binding's own `receive(line:)` under
+// `ClientCore`, for the twin connection below.
+@testable import AcpInject
+import class AcpInjectFFI.VectorRun
+import enum AcpInjectFFI.ClientCall
+import enum AcpInjectFFI.FfiError
+import enum AcpInjectFFI.Instruction
 import Foundation
 
 /// The conformance vectors, replayed through this binding.
@@ -28,7 +38,7 @@ public enum Conformance {
     public static func run(vector text: String) -> (name: String, mismatch: String?) {
         let run: VectorRun
         do {
-            run = try VectorRun(vectorJson: text)
+            run = try engine { try VectorRun(vectorJson: text) }
         } catch {
             return ("(unreadable)", "\(error)")
         }
@@ -41,6 +51,15 @@ public enum Conformance {
             return (run.name(), "\(error)")
         }
         return (run.name(), nil)
+    }
+
+    /// Runs a call of the engine, its error (the binding's) rethrown as the `AcpError` it carries.
+    public static func engine<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let FfiError.Failed(message, error) {
+            throw (try? Boundary.decode(AcpError.self, from: error)) ?? AcpError.internal(detail: message)
+        }
     }
 
     /// Every `*.json` file below `paths` (a file is taken as it is), sorted.
@@ -87,43 +106,50 @@ public enum Conformance {
     }
 
     private static func driveAgent(_ run: VectorRun) throws {
-        guard let setup = run.agentSetup() else { throw AcpError.Mismatch(detail: "an agent-side vector without its setup") }
-        let core = try AgentCore(config: setup.config)
+        guard let setup = run.agentSetup() else { throw AcpError.mismatch(detail: "an agent-side vector without its setup") }
+        let core = try AgentCore(config: Boundary.decode(AgentConfig.self, from: setup.config))
         _ = try core.createSession(sessionId: setup.session, cwd: setup.cwd)
         for c in setup.connections {
-            try core.attach(connection: c.id, role: c.role)
+            try core.attach(connection: c.id, role: Boundary.decode(ConnectionRole.self, from: c.role))
             _ = try core.attachToSession(connection: c.id, sessionId: setup.session)
         }
         var outputs: [Output] = []
-        while let step = try run.next() {
+        while let step = try engine({ try run.next() }) {
             switch step {
             case let .clientLine(connection, line):
                 outputs += try core.handleLine(connection: connection, line: line)
             case let .runtime(session, event):
+                let event = try Boundary.decode(RuntimeEvent.self, from: event)
+                var refused: HostError?
                 do {
                     outputs += try core.runtimeEvent(sessionId: session, event: event)
-                    try run.recordRuntimeResult(hostError: nil)
-                } catch let AcpError.Host(error) {
-                    try run.recordRuntimeResult(hostError: error)
+                } catch let AcpError.host(error, _) {
+                    refused = error
                 }
+                try engine { try run.recordRuntimeResult(hostError: Boundary.encode(refused)) }
             case .expect:
-                try run.checkOutputs(outputs: outputs, attached: attached(core))
+                try engine { try run.checkOutputs(outputs: Boundary.encode(outputs), attached: attached(core)) }
                 outputs = []
             case let .expectHistory(session):
-                try run.checkHistory(history: core.history(sessionId: session))
+                try engine { try run.checkHistory(history: Boundary.encode(core.history(sessionId: session))) }
             default:
-                throw AcpError.Mismatch(detail: "an agent-side vector has a client-side step: \(step)")
+                throw AcpError.mismatch(detail: "an agent-side vector has a client-side step: \(step)")
             }
         }
-        try run.checkOutputs(outputs: outputs, attached: attached(core))
+        try engine { try run.checkOutputs(outputs: Boundary.encode(outputs), attached: attached(core)) }
+    }
+
+    private static func content(_ data: Data) throws -> [ContentBlock] {
+        try Boundary.decode([ContentBlock].self, from: data)
     }
 
     private static func call(_ client: ClientCore, _ call: ClientCall) throws {
         switch call {
-        case let .prompt(session, content): _ = try client.prompt(sessionId: session, content: content)
-        case let .inject(session, mode, content): _ = try client.inject(sessionId: session, mode: mode, content: content)
+        case let .prompt(session, c): _ = try client.prompt(sessionId: session, content: content(c))
+        case let .inject(session, mode, c):
+            _ = try client.inject(sessionId: session, mode: Boundary.decode(InjectMode.self, from: mode), content: content(c))
         case let .revoke(session, messageId): _ = try client.revoke(sessionId: session, messageId: messageId)
-        case let .replace(session, messageId, content): _ = try client.replace(sessionId: session, messageId: messageId, content: content)
+        case let .replace(session, messageId, c): _ = try client.replace(sessionId: session, messageId: messageId, content: content(c))
         case let .cancel(session): try client.cancel(sessionId: session)
         case let .status(session): _ = try client.status(sessionId: session)
         case let .close(session): _ = try client.close(sessionId: session)
@@ -132,33 +158,57 @@ public enum Conformance {
     }
 
     private static func driveClient(_ run: VectorRun) throws {
-        guard let setup = run.clientSetup() else { throw AcpError.Mismatch(detail: "a client-side vector without its setup") }
+        guard let setup = run.clientSetup() else { throw AcpError.mismatch(detail: "a client-side vector without its setup") }
+        // Two connections fed the same lines, one through `receive(line:)` (the per-line C path
+        // of lines.rs), one through the binding's generated `receive(line:)` (UniFFI's
+        // convention): they must agree on every event, every line sent and every state.
         let client = ClientCore(maxLineBytes: 16 << 20)
-        try client.assumeAgent(protocolVersion: setup.protocolVersion, inject: setup.capabilities)
-        try client.setSteerFallback(fallback: setup.steerFallback)
-        try client.openSession(sessionId: setup.session, mirrorJson: nil)
-        while let step = try run.next() {
+        let twin = ClientCore(maxLineBytes: 16 << 20)
+        for c in [client, twin] {
+            try c.assumeInitialized(agent: Boundary.decode(InitializeResponse.self, from: setup.agent))
+            try c.setSteerFallback(Boundary.decode(SteerFallback?.self, from: setup.steerFallback))
+            try c.openSession(sessionId: setup.session)
+        }
+        func sent() throws -> [String] {
+            let sent = try client.takeOutgoing(), twins = try twin.takeOutgoing()
+            guard sent == twins else { throw AcpError.mismatch(detail: "the UniFFI twin sent \(twins), the per-line path \(sent)") }
+            return sent
+        }
+        func same<T: Equatable>(_ what: String, _ body: (ClientCore) throws -> T) throws -> T {
+            let value = try body(client), twins = try body(twin)
+            guard value == twins else { throw AcpError.mismatch(detail: "\(what): the UniFFI twin has \(twins), the per-line path \(value)") }
+            return value
+        }
+        while let step = try engine({ try run.next() }) {
             switch step {
             case let .call(c):
-                var rejected: CallRejected?
-                do {
-                    try call(client, c)
-                } catch let AcpError.Rejected(reason) {
-                    rejected = reason
+                let refused = try same("the call's refusal") { core -> CallRejected? in
+                    do {
+                        try call(core, c)
+                        return nil
+                    } catch let AcpError.rejected(reason, _) {
+                        return reason
+                    }
                 }
-                let sent = try client.takeOutgoing()
-                _ = try client.takeEvents()
-                try run.checkCall(rejected: rejected, sent: sent)
+                let lines = try sent()
+                _ = try same("the call's events") { try $0.takeEvents() }
+                try engine { try run.checkCall(rejected: Boundary.encode(refused), sent: lines) }
             case let .receive(line):
-                try run.recordEvents(events: client.receive(line: line))
+                let events = try client.receive(line: line)
+                let twins = try Boundary.decode([Event].self, from: AcpInject.call { try twin.core.receive(line: line) })
+                guard events == twins else { throw AcpError.mismatch(detail: "the UniFFI twin's events \(twins), the per-line path's \(events)") }
+                try engine { try run.recordEvents(events: Boundary.encode(events)) }
             case let .expectState(session):
-                try run.checkState(snapshot: client.snapshot(sessionId: session))
+                let snapshot = try same("the snapshot") { try $0.snapshot(sessionId: session) }
+                try engine { try run.checkState(snapshot: Boundary.encode(snapshot)) }
             case .expectSent:
-                try run.checkSent(sent: client.takeOutgoing())
+                let lines = try sent()
+                try engine { try run.checkSent(sent: lines) }
             case let .expectItem(session, messageId):
-                try run.checkItem(status: client.itemStatus(sessionId: session, messageId: messageId))
+                let status = try same("the item's status") { try $0.itemStatus(sessionId: session, messageId: messageId) }
+                try engine { try run.checkItem(status: Boundary.encode(status)) }
             default:
-                throw AcpError.Mismatch(detail: "a client-side vector has an agent-side step: \(step)")
+                throw AcpError.mismatch(detail: "a client-side vector has an agent-side step: \(step)")
             }
         }
     }

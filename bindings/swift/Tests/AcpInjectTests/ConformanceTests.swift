@@ -1,9 +1,10 @@
 import AcpInject
+import class AcpInjectFFI.VectorRun
 import Foundation
 import XCTest
 
-/// Every conformance vector replays through the binding (`AgentCore`, `ClientCore`) with the
-/// shared engine (`VectorRun`): the project's and those of `ACP_INJECT_VECTORS`.
+/// Every conformance vector replays through the package (`AgentCore`, `ClientCore`, the value
+/// codec) with the shared engine (`VectorRun`): the project's and those of `ACP_INJECT_VECTORS`.
 final class ConformanceTests: XCTestCase {
     /// `cargo xtask test` counts this test as every file of spec/vectors passing.
     func testEveryVector() {
@@ -50,8 +51,8 @@ final class ConformanceTests: XCTestCase {
         let outcomes = Conformance.run(paths: [tmp])
         XCTAssertEqual(outcomes.filter { $0.mismatch != nil }.count, 2)
         XCTAssertTrue(Conformance.report(outcomes).contains("0 passed, 2 failed"))
-        XCTAssertThrowsError(try VectorRun(vectorJson: "{not json")) { error in
-            guard case let AcpError.Mismatch(detail) = error else { return XCTFail("\(error)") }
+        XCTAssertThrowsError(try Conformance.engine { try VectorRun(vectorJson: "{not json") }) { error in
+            guard case let AcpError.mismatch(detail) = error else { return XCTFail("\(error)") }
             XCTAssertTrue(detail.contains("not JSON"), detail)
         }
     }

@@ -8,16 +8,18 @@ import XCTest
 final class ErrorsTests: XCTestCase {
     func testMalformedJsonFromTheCallerIsInvalidInput() throws {
         let client = ClientCore(maxLineBytes: 1 << 20)
-        try client.openSession(sessionId: "s1", mirrorJson: nil)
+        try client.openSession(sessionId: "s1")
         let before = try client.mirrorJson(sessionId: "s1")
-        assertAcpError(try client.openSession(sessionId: "s2", mirrorJson: "{not json")) { if case .InvalidInput = $0 { true } else { false } }
-        assertAcpError(try client.openSession(sessionId: "s2", mirrorJson: #"{"version": 99}"#)) { if case .InvalidInput = $0 { true } else { false } }
-        // JSON-valued members (an unknown content block, `_meta`) are checked when they cross.
-        assertAcpError(try client.prompt(sessionId: "s1", content: [.other("{not json")])) { if case .InvalidInput = $0 { true } else { false } }
-        let badMeta = ContentBlock.text(TextContent(text: "x", annotations: nil, meta: "[1, 2"))
-        assertAcpError(try client.inject(sessionId: "s1", mode: .queue, content: [badMeta])) { if case .InvalidInput = $0 { true } else { false } }
-        assertAcpError(try AgentCore.restore(config: defaultAgentConfig(), snapshot: #"{"version": 99}"#)) { if case .InvalidInput = $0 { true } else { false } }
-        assertAcpError(try AgentCore.restore(config: defaultAgentConfig(), snapshot: "\u{0}")) { if case .InvalidInput = $0 { true } else { false } }
+        assertAcpError(try client.openSession(sessionId: "s2", mirrorJson: "{not json")) { if case .invalidInput = $0 { true } else { false } }
+        assertAcpError(try client.openSession(sessionId: "s2", mirrorJson: #"{"version": 99}"#)) { if case .invalidInput = $0 { true } else { false } }
+        assertAcpError(try AgentCore.restore(config: defaultAgentConfig(), snapshot: #"{"version": 99}"#)) { if case .invalidInput = $0 { true } else { false } }
+        assertAcpError(try AgentCore.restore(config: defaultAgentConfig(), snapshot: "\u{0}")) { if case .invalidInput = $0 { true } else { false } }
+        // A value the library cannot take: a count out of its range.
+        assertAcpError(try client.assumeAgent(protocolVersion: 70_000, inject: nil)) { if case .invalidInput = $0 { true } else { false } }
+        let hugePolicy = Policy(rememberIds: -1)
+        assertAcpError(try AgentCore(config: AgentConfig(policy: hugePolicy, info: AgentInfo(name: "x", version: "1")))) {
+            if case let .invalidInput(detail) = $0 { detail.contains("remember_ids") } else { false }
+        }
         XCTAssertEqual(try client.mirrorJson(sessionId: "s1"), before, "nothing changed")
         XCTAssertEqual(try client.takeOutgoing(), [], "nothing was sent")
     }
@@ -25,12 +27,12 @@ final class ErrorsTests: XCTestCase {
     func testCallsTheClientCannotMakeAreRejectedLocally() throws {
         let client = ClientCore(maxLineBytes: 1 << 20)
         try client.assumeCapabilities(inject: InjectCapabilities(modes: [.queue], pending: nil, steerInStream: [], meta: nil))
-        try client.openSession(sessionId: "s1", mirrorJson: nil)
-        assertAcpError(try client.inject(sessionId: "s1", mode: .steer, content: "x".contentBlocks)) { $0 == .Rejected(reason: .modeNotSupported) }
-        assertAcpError(try client.replace(sessionId: "s1", messageId: "m_1", content: "x".contentBlocks)) { $0 == .Rejected(reason: .replaceNotSupported) }
-        assertAcpError(try client.revoke(sessionId: "s1", messageId: "m_9")) { $0 == .Rejected(reason: .unknownMessageId) }
-        assertAcpError(try client.prompt(sessionId: "nope", content: "x".contentBlocks)) { $0 == .Rejected(reason: .unknownSession) }
-        assertAcpError(try client.prompt(sessionId: "s1", content: [])) { if case .Rejected(.invalidArguments) = $0 { true } else { false } }
+        try client.openSession(sessionId: "s1")
+        assertAcpError(try client.inject(sessionId: "s1", mode: .steer, content: "x".contentBlocks), rejected(.modeNotSupported))
+        assertAcpError(try client.replace(sessionId: "s1", messageId: "m_1", content: "x".contentBlocks), rejected(.replaceNotSupported))
+        assertAcpError(try client.revoke(sessionId: "s1", messageId: "m_9"), rejected(.unknownMessageId))
+        assertAcpError(try client.prompt(sessionId: "nope", content: "x".contentBlocks), rejected(.unknownSession))
+        assertAcpError(try client.prompt(sessionId: "s1", content: [ContentBlock]()), rejected(.invalidArguments))
         XCTAssertEqual(try client.takeOutgoing(), [], "a rejected call sends nothing")
         // Capabilities are read as an `initialize` answer's are: steer without `steerInStream`
         // is accepted (ACP PR #2043).
@@ -39,10 +41,10 @@ final class ErrorsTests: XCTestCase {
 
     func testBadAgentLinesAreDroppedAndReportedNeverThrown() throws {
         let client = ClientCore(maxLineBytes: 4096)
-        try client.openSession(sessionId: "s1", mirrorJson: nil)
+        try client.openSession(sessionId: "s1")
         var ignored: [String] = []
         func feed(_ events: [Event]) {
-            for case let .ignored(detail) in events { ignored.append(detail) }
+            for case let .ignored(i) in events { ignored.append(i.detail) }
         }
         // Malformed JSON, not an object, an answer to nothing, an update for a session not open.
         for line in ["{oops", "", "[]", "\u{0}", #"{"jsonrpc":"2.0","id":42,"result":{}}"#] { feed(try client.receive(line: line)) }
@@ -50,7 +52,7 @@ final class ErrorsTests: XCTestCase {
         var bytes = Data([0xff, 0xfe, 0x0a])
         bytes.append(Data(String(repeating: "x", count: 10_000).utf8))
         bytes.append(0x0a)
-        feed(try client.receiveBytes(bytes: bytes))
+        feed(try client.receive(bytes: bytes))
         feed(try client.receive(line: String(repeating: "y", count: 1 << 20)))
         // A request this client does not serve is answered -32601 and reported.
         feed(try client.receive(line: #"{"jsonrpc":"2.0","id":7,"method":"fs/delete_everything","params":{}}"#))
@@ -62,7 +64,7 @@ final class ErrorsTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(ignored.count, 8, "\(ignored)")
         XCTAssertTrue(ignored.contains { $0.contains("UTF-8") }, "\(ignored)")
         XCTAssertTrue(ignored.contains { $0.contains("4096") }, "\(ignored)")
-        XCTAssertEqual(try client.ignoredLines(), UInt64(ignored.count))
+        XCTAssertEqual(try client.ignoredLines(), ignored.count)
         XCTAssertEqual(try client.snapshot(sessionId: "s1")?.transcript, [], "nothing reached the mirror")
     }
 
@@ -76,7 +78,7 @@ final class ErrorsTests: XCTestCase {
         bytes.append(Data(String(repeating: "z", count: 20 << 20).utf8))
         bytes.append(0x0a)
         let lines = try core.handleBytes(connection: "c1", bytes: bytes).compactMap { output -> String? in
-            if case let .line(to, line) = output, to == ["c1"] { return line }
+            if case let .line(l) = output, l.to == ["c1"] { return l.line }
             return nil
         }
         let codes = try lines.map { line -> Int? in
@@ -86,42 +88,52 @@ final class ErrorsTests: XCTestCase {
         XCTAssertEqual(codes.prefix(3), [-32700, -32700, -32601])
         XCTAssertEqual(codes.count, 4, "the oversized line is answered too: \(lines)")
         // A runtime event for a session that does not exist is a typed host error.
-        assertAcpError(try core.runtimeEvent(sessionId: "nope", event: .streamStarted)) { $0 == .Host(error: .sessionClosed) }
-        assertAcpError(try core.runtimeEvent(sessionId: "nope", event: .turnEnded(stopReason: .endTurn, usage: nil))) { $0 == .Host(error: .sessionClosed) }
+        func sessionClosed(_ e: AcpError) -> Bool { if case .host(.sessionClosed, _) = e { true } else { false } }
+        assertAcpError(try core.runtimeEvent(sessionId: "nope", event: .streamStarted), sessionClosed)
+        assertAcpError(try core.runtimeEvent(sessionId: "nope", event: .turnEnded(TurnEnd(stopReason: .endTurn))), sessionClosed)
     }
 
     func testConnectionFailuresAreDisconnected() async throws {
-        await assertAcpErrorAsync({ try await connect(["/nonexistent/acp-agent"]) }) { if case .Disconnected = $0 { true } else { false } }
+        await assertAcpErrorAsync({ try await connect(["/nonexistent/acp-agent"]) }) { if case .disconnected = $0 { true } else { false } }
         // A program that is not an agent: it reads initialize, then exits without answering;
         // the error tells its exit status and the end of its stderr.
         await assertAcpErrorAsync({ try await connect(["/bin/sh", "-c", "read line; echo bye >&2; exit 3"], forwardStderr: false) }) {
-            guard case let .Disconnected(detail) = $0 else { return false }
+            guard case let .disconnected(detail) = $0 else { return false }
             return detail.contains("bye") && detail.contains("3")
         }
         // One that exits at once: the write of initialize fails (a broken pipe, not a signal).
-        await assertAcpErrorAsync({ try await connect(["/bin/sh", "-c", "exit 3"], forwardStderr: false) }) { if case .Disconnected = $0 { true } else { false } }
+        await assertAcpErrorAsync({ try await connect(["/bin/sh", "-c", "exit 3"], forwardStderr: false) }) { if case .disconnected = $0 { true } else { false } }
         // One that never answers: the handshake times out.
-        await assertAcpErrorAsync({ try await connect(["/bin/sleep", "30"], handshakeTimeout: 0.3) }) { if case .Disconnected = $0 { true } else { false } }
+        await assertAcpErrorAsync({ try await connect(["/bin/sleep", "30"], handshakeTimeout: 0.3) }) { if case .disconnected = $0 { true } else { false } }
     }
 
     func testAClosedConnectionEndsEveryCallAndStream() async throws {
         let agent = try await connectReferenceAgent()
         let session = try await agent.newSession(cwd: "/tmp")
         try await agent.close()
-        await assertAcpErrorAsync({ try await session.prompt("too late") }) { if case .Disconnected = $0 { true } else { false } }
-        assertAcpError(try session.cancel()) { if case .Disconnected = $0 { true } else { false } }
+        await assertAcpErrorAsync({ try await session.prompt("too late") }) { if case .disconnected = $0 { true } else { false } }
+        assertAcpError(try session.cancel()) { if case .disconnected = $0 { true } else { false } }
         var seen = 0
         for try await _ in session.events { seen += 1 }
         XCTAssertEqual(seen, 0, "the stream just ends")
     }
 
-    func testErrorsReadWell() {
-        let refused: AcpError = .Protocol(error: ProtocolError(code: -32010, message: "Inject precondition failed", reason: .noRunningTurn, messageId: nil, detail: nil))
+    func testErrorsReadWell() throws {
+        let refused: AcpError = .protocol(error: ProtocolError(code: -32010, message: "Inject precondition failed", reason: .noRunningTurn))
         XCTAssertEqual(refused.description, "the agent refused: Inject precondition failed (-32010) reason=noRunningTurn")
         XCTAssertEqual(refused.localizedDescription, refused.description)
-        XCTAssertEqual(AcpError.Rejected(reason: .modeNotSupported).description, "refused locally: modeNotSupported")
+        // The library's own message, as it raised the error.
+        let client = ClientCore()
+        try client.openSession(sessionId: "s1")
+        do {
+            _ = try client.revoke(sessionId: "s1", messageId: "m_9")
+            XCTFail("revoked an unknown message")
+        } catch let error as AcpError {
+            XCTAssertEqual(error, .rejected(reason: .unknownMessageId, detail: "unknown_message_id: not one of this client's pending items"))
+            XCTAssertEqual(error.description, "refused locally: unknown_message_id: not one of this client's pending items")
+        }
         XCTAssertEqual(ContentBlock.text("hi").description, #""hi""#)
-        XCTAssertEqual("\(PendingItem(messageId: "m_1", mode: .queue, status: .pending, content: "hi".contentBlocks, superseded: [], held: false))", #"queue m_1 pending "hi""#)
-        XCTAssertEqual("\(PendingItem(messageId: "local_1", mode: .queue, status: .pending, content: "hi".contentBlocks, superseded: [], held: true))", #"queue local_1 pending (held here) "hi""#)
+        XCTAssertEqual("\(PendingItem(messageId: "m_1", mode: .queue, status: .pending, content: "hi".contentBlocks))", #"queue m_1 pending "hi""#)
+        XCTAssertEqual("\(PendingItem(messageId: "local_1", mode: .queue, status: .pending, content: "hi".contentBlocks, held: true))", #"queue local_1 pending (held here) "hi""#)
     }
 }

@@ -15,8 +15,8 @@ final class ExampleAgentTests: XCTestCase {
     private func drive(_ session: Session, answering option: String, until done: @escaping @Sendable (MirrorSnapshot) -> Bool) async throws {
         try await withDeadline(60) {
             while try !done(session.snapshot()) {
-                for case let .permissionRequested(request, _) in try await session.nextEvents() {
-                    try session.allow(request, optionId: option)
+                for case let .permissionRequested(p) in try await session.nextEvents() {
+                    try session.allow(p.request, optionId: option)
                 }
             }
         }

@@ -31,12 +31,13 @@ final class LiveAgentTests: XCTestCase {
                 didSet { told.withLock { $0 = story } }
             }
             var turn = 0, idle = true, answeredAt: Int?, queued = false, summarized = false
-            let promptId = try await s.prompt(Self.prompt)
+            let promptId = try await s.prompt(Self.prompt).messageId
             ids.withLock { $0[Self.prompt] = promptId }
             events: for try await activity in s.events {
                 story.append(activity.description)
                 switch activity {
-                case let .permissionRequested(request, params):
+                case let .permissionRequested(p):
+                    let (request, params) = (p.request, p.params)
                     if turn == 1 {
                         let steer = try await s.inject(Self.held, mode: .steer) // held, not dropped (R-PERM-1)
                         ids.withLock { $0[Self.held] = steer }
@@ -47,22 +48,22 @@ final class LiveAgentTests: XCTestCase {
                         story.append("allowed")
                         answeredAt = story.count
                     }
-                case .event(.update(.stateUpdate(.running))) where idle: // not a permission's end
+                case .update(.stateUpdate(.running)) where idle: // not a permission's end
                     idle = false
                     turn += 1
-                case .event(.update(.stateUpdate(.idle))):
+                case .update(.stateUpdate(.idle)):
                     idle = true
                     if turn == 3 { break events }
-                case .event(.update(.agentMessageChunk)) where turn == 1 && ids.withLock({ $0[Self.steer] }) == nil:
+                case .update(.agentMessageChunk) where turn == 1 && ids.withLock({ $0[Self.steer] }) == nil:
                     let steer = try await s.inject(Self.steer, mode: .steer)
                     ids.withLock { $0[Self.steer] = steer }
-                case .event(.update(.agentMessageChunk)) where turn == 2 && !summarized:
+                case .update(.agentMessageChunk) where turn == 2 && !summarized:
                     summarized = true
                     let queued = try await s.inject(Self.summary)
                     ids.withLock { $0[Self.summary] = queued }
                     try s.cancel()
                     story.append("cancelled")
-                case let .event(.update(.toolCallUpdate(call))) where turn == 1 && !queued && call.title != nil:
+                case let .update(.toolCallUpdate(call)) where turn == 1 && !queued && call.title != nil:
                     queued = true
                     var mine: [String: String] = [:]
                     for text in [Self.changelog, Self.bump, Self.draft] { mine[text] = try await s.inject(text) }

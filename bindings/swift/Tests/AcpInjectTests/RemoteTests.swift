@@ -30,10 +30,11 @@ final class Started {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Sends a command line to the relay and waits for its echo.
-    func command(_ what: String) throws {
+    /// Sends a command line to the relay and waits for its answer (`answer`, by default the
+    /// command itself).
+    func command(_ what: String, answer: String? = nil) throws {
         input.fileHandleForWriting.write(Data((what + "\n").utf8))
-        guard readLine() == what else { throw Timeout(description: "the relay did not answer \(what)") }
+        guard readLine() == (answer ?? what) else { throw Timeout(description: "the relay did not answer \(what)") }
     }
 
     func stop() {
@@ -42,6 +43,9 @@ final class Started {
     }
 }
 
+/// A bearer token long enough to be one (the library refuses tokens under 16 bytes).
+private let secret = "s3cret-s3cret-s3cret"
+
 private let relayScript = workspace.appendingPathComponent("bindings/test-support/relay.py").path
 
 private func agentPending(_ s: MirrorSnapshot) -> [String] {
@@ -49,8 +53,9 @@ private func agentPending(_ s: MirrorSnapshot) -> [String] {
 }
 
 /// Over the network: connect by URL to the reference agent (`--listen`) over WebSocket and over
-/// Streamable HTTP, through a relay the test cuts mid-turn; reconnect, resume, find the
-/// transcript and the pending list intact, and see every accepted message delivered once.
+/// Streamable HTTP, through a relay the test cuts mid-turn; over WebSocket reconnect and resume,
+/// over Streamable HTTP go on (the client reopens the session's stream); find the transcript and
+/// the pending list intact, and see every accepted message delivered once.
 final class RemoteTests: XCTestCase {
     private func survivesADroppedNetwork(_ scheme: String) async throws {
         // Slow steps: the turn's first break-point comes seconds after it starts.
@@ -73,18 +78,22 @@ final class RemoteTests: XCTestCase {
         try await until(session) { agentPending($0) == expected }
         let before = try session.snapshot()
 
-        // The network goes away mid-turn: the client's calls fail with Disconnected.
+        // The network goes away mid-turn, and comes back.
         try relay.command("cut")
-        let dropped = session
-        await assertAcpErrorAsync({ while true { _ = try await dropped.nextEvents() } }) {
-            if case .Disconnected = $0 { return true }
-            return false
+        if scheme == "ws" {
+            // A WebSocket is the connection: the client's calls fail with disconnected, and a new
+            // connection resumes the session with replay: transcript and pending list intact.
+            let dropped = session
+            await assertAcpErrorAsync({ try await withDeadline(30) { while true { _ = try await dropped.nextEvents() } } }) {
+                if case .disconnected = $0 { return true }
+                return false
+            }
+            try? await client.close()
+            client = try await connect(url: url, name: "swift-remote-test")
+            session = try await client.resume(session.id, cwd: "/tmp")
         }
-        try? await client.close()
-
-        // A new connection resumes the session with replay: transcript and pending list intact.
-        client = try await connect(url: url, name: "swift-remote-test")
-        session = try await client.resume(session.id, cwd: "/tmp")
+        // Over Streamable HTTP the connection outlives its TCP connections: the client reopens
+        // the session's stream from the last event it read, and the session goes on as it was.
         try await until(session) { agentPending($0) == expected && $0.state == .running }
         let after = try session.snapshot()
         XCTAssertEqual(after.transcript.map { "\($0.role) \($0.messageId) \($0.content.text)" }, before.transcript.map { "\($0.role) \($0.messageId) \($0.content.text)" })
@@ -107,21 +116,49 @@ final class RemoteTests: XCTestCase {
         try await survivesADroppedNetwork("http")
     }
 
+    /// The relay gives up on a session's stream (Streamable HTTP) without telling the agent,
+    /// mid-turn: the client reopens it from the last event it read, and loses nothing.
+    func testADroppedSessionStreamLosesNothing() async throws {
+        // Many small chunks, so the stream is dropped while the agent is writing.
+        let agent = try Started([agentBinary(), "--listen", "127.0.0.1:0", "--delay-ms", "15", "--chunks", "60", "--tools", "0"])
+        defer { agent.stop() }
+        let port = agent.line.components(separatedBy: "://")[1].components(separatedBy: "/")[0]
+        let relay = try Started(["python3", relayScript, port])
+        defer { relay.stop() }
+        @Sendable func agentText(_ s: MirrorSnapshot) -> String {
+            s.transcript.filter { $0.role == .agent }.map(\.content.text).joined()
+        }
+        let client = try await connect(url: "http://\(relay.line)/acp", name: "swift-remote-test")
+        let session = try await client.newSession(cwd: "/tmp")
+        try await session.prompt("stream")
+        try await until(session) { agentText($0).count > 20 }
+        try relay.command("drop-stream \(session.id)", answer: "dropped")
+        try await until(session) { $0.state == .idle && $0.stopReason != nil }
+        let done = try session.snapshot()
+        // What the client saw is what the agent recorded: the replay on a fresh connection.
+        let check = try await connect(url: agent.line, name: "swift-remote-check")
+        let replayed = try await check.resume(session.id, cwd: "/tmp", replay: true).snapshot()
+        XCTAssertEqual(agentText(done), agentText(replayed))
+        XCTAssertGreaterThan(agentText(done).count, 60)
+        try await check.close()
+        try await client.close()
+    }
+
     func testAWrongSchemeOrTokenIsATypedError() async throws {
         // `env NAME=VALUE program …`: the token reaches the agent through its environment.
-        let agent = try Started(["ACP_TOKEN=s3cret", agentBinary(), "--listen", "127.0.0.1:0", "--token-env", "ACP_TOKEN"])
+        let agent = try Started(["ACP_TOKEN=\(secret)", agentBinary(), "--listen", "127.0.0.1:0", "--token-env", "ACP_TOKEN"])
         defer { agent.stop() }
         let ws = agent.line.replacingOccurrences(of: "http://", with: "ws://")
         await assertAcpErrorAsync({ try await connect(url: "ftp://127.0.0.1:1/acp") }) {
-            if case let .Disconnected(detail) = $0 { return detail.contains("unsupported URL scheme") }
+            if case let .disconnected(detail) = $0 { return detail.contains("unsupported URL scheme") }
             return false
         }
         for url in [ws, agent.line] {
             await assertAcpErrorAsync({ try await connect(url: url, token: "wrong") }) {
-                if case let .Disconnected(detail) = $0 { return detail.contains("401") }
+                if case let .disconnected(detail) = $0 { return detail.contains("401") }
                 return false
             }
-            let client = try await connect(url: url, token: "s3cret")
+            let client = try await connect(url: url, token: secret)
             _ = try await client.newSession(cwd: "/tmp")
             try await client.close()
         }

@@ -19,20 +19,20 @@ final class SdkAgentInteropTests: XCTestCase {
         let session = try await client.newSession(cwd: "/tmp")
 
         // A turn with a permission request, allowed; then a turn cancelled mid-way.
-        let id = try await session.prompt("fix the bug")
+        let id = try await session.prompt("fix the bug").messageId
         let ends = try await withDeadline(30) { () -> [StopReason?] in
             var ends: [StopReason?] = []
             var cancelled = false
             for try await activity in session.events {
                 switch activity {
-                case let .permissionRequested(request, params):
-                    let allow = params.options.first { $0.kind == .allowOnce } ?? params.options[0]
-                    try session.allow(request, optionId: allow.optionId)
-                case let .event(.update(.stateUpdate(.idle(idle)))):
+                case let .permissionRequested(p):
+                    let allow = p.params.options.first { $0.kind == .allowOnce } ?? p.params.options[0]
+                    try session.allow(p.request, optionId: allow.optionId)
+                case let .update(.stateUpdate(.idle(idle))):
                     ends.append(idle.stopReason)
                     if ends.count == 1 { _ = try await session.prompt("then the docs") }
                     if ends.count == 2 { return ends }
-                case .event(.update(.agentMessageChunk)) where ends.count == 1 && !cancelled:
+                case .update(.agentMessageChunk) where ends.count == 1 && !cancelled:
                     cancelled = true
                     try session.cancel()
                 default:
@@ -66,14 +66,14 @@ final class SdkAgentInteropTests: XCTestCase {
             let client = try await connect(url: endpoint, name: "acp-inject-swift-tests")
             XCTAssertEqual(client.agent.info.name, "interop-sdk-agent")
             let session = try await client.newSession(cwd: "/tmp")
-            let id = try await session.prompt("fix the bug")
+            let id = try await session.prompt("fix the bug").messageId
             let end = try await withDeadline(30) { () -> StopReason? in
                 for try await activity in session.events {
                     switch activity {
-                    case let .permissionRequested(request, params):
-                        let allow = params.options.first { $0.kind == .allowOnce } ?? params.options[0]
-                        try session.allow(request, optionId: allow.optionId)
-                    case let .event(.update(.stateUpdate(.idle(idle)))):
+                    case let .permissionRequested(p):
+                        let allow = p.params.options.first { $0.kind == .allowOnce } ?? p.params.options[0]
+                        try session.allow(p.request, optionId: allow.optionId)
+                    case let .update(.stateUpdate(.idle(idle))):
                         return idle.stopReason
                     default:
                         break
@@ -118,7 +118,7 @@ final class SdkAgentInteropTests: XCTestCase {
         do {
             _ = try await session.inject("now", mode: .steer)
             XCTFail("a steer was accepted by an agent that cannot take input mid-turn")
-        } catch let AcpError.Rejected(reason) {
+        } catch let AcpError.rejected(reason, _) {
             XCTAssertEqual(reason, .steerNotSupported)
         }
         let held = try session.snapshot().pending
@@ -128,9 +128,9 @@ final class SdkAgentInteropTests: XCTestCase {
         let wanted = ["fix the bug", "then the docs", "final text"]
         try await withDeadline(30) {
             for try await activity in session.events {
-                if case let .permissionRequested(request, params) = activity {
-                    let allow = params.options.first { $0.kind == .allowOnce } ?? params.options[0]
-                    try session.allow(request, optionId: allow.optionId)
+                if case let .permissionRequested(p) = activity {
+                    let allow = p.params.options.first { $0.kind == .allowOnce } ?? p.params.options[0]
+                    try session.allow(p.request, optionId: allow.optionId)
                 }
                 let snap = try session.snapshot()
                 let users = snap.transcript.filter { $0.role == .user }.map { $0.content.text }

@@ -63,10 +63,10 @@ final class SideBySideTests: XCTestCase {
             }
 
             try await session.prompt("reject this")
-            guard case let .permissionRequested(request, _) = try await next("the permission request", isPermissionRequest) else { return }
-            try session.allow(request, optionId: "reject")
+            guard case let .permissionRequested(p) = try await next("the permission request", isPermissionRequest) else { return }
+            try session.allow(p.request, optionId: "reject")
             _ = try await next("the tool call failed") {
-                if case let .event(.update(.toolCallUpdate(call))) = $0 { return call.status == .failed }
+                if case let .update(.toolCallUpdate(call)) = $0 { return call.status == .failed }
                 return false
             }
             let first = try await next("the first turn's end") { stopReason(of: $0) != nil }
@@ -150,6 +150,5 @@ private func isPermissionRequest(_ activity: SessionActivity) -> Bool {
 
 /// The stop reason of a turn's end (an `idle` state update that says why), else `nil`.
 private func stopReason(of activity: SessionActivity) -> StopReason? {
-    if case let .event(.update(.stateUpdate(.idle(idle)))) = activity { return idle.stopReason }
-    return nil
+    activity.turnEnded?.stopReason
 }

@@ -51,8 +51,10 @@ func builtExecutable(_ name: String) throws -> String {
 }
 
 /// Connects to the reference agent (`--delay-ms`, then `extra` arguments).
-func connectReferenceAgent(delayMs: Int = 30, _ extra: [String] = []) async throws -> Client {
-    try await connect([agentBinary(), "--delay-ms", String(delayMs)] + extra, name: "acp-inject-swift-tests", forwardStderr: false)
+func connectReferenceAgent(delayMs: Int = 30, _ extra: [String] = [], onPermission: PermissionHandler? = nil) async throws -> Client {
+    try await connect(
+        [agentBinary(), "--delay-ms", String(delayMs)] + extra, name: "acp-inject-swift-tests", forwardStderr: false, onPermission: onPermission
+    )
 }
 
 struct Timeout: Error, CustomStringConvertible {
@@ -103,6 +105,13 @@ func assertAcpError<T>(
     }
 }
 
+/// ``assertAcpError(_:_:file:line:_:)`` with the matcher as the second argument.
+func assertAcpError<T>(
+    _ body: @autoclosure () throws -> T, _ matches: (AcpError) -> Bool, file: StaticString = #filePath, line: UInt = #line
+) {
+    assertAcpError(try body(), "", file: file, line: line, matches)
+}
+
 /// The async form of ``assertAcpError(_:_:file:line:_:)``.
 func assertAcpErrorAsync<T>(
     _ body: () async throws -> T, _ message: String = "", file: StaticString = #filePath, line: UInt = #line,
@@ -123,7 +132,7 @@ func assertAcpErrorAsync<T>(
 func handshake(_ core: AgentCore, _ connection: String) throws {
     let line = #"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":2,"info":{"name":"tests","version":"0"}}}"#
     let answers = try core.handleLine(connection: connection, line: line).compactMap { output -> String? in
-        if case let .line(_, line) = output { return line }
+        if case let .line(l) = output { return l.line }
         return nil
     }
     XCTAssertEqual(answers.count, 1)
@@ -159,9 +168,9 @@ final class Loopback {
     func apply(_ outputs: [Output]) throws {
         for output in outputs {
             switch output {
-            case let .line(to, line) where to.contains("c1"): events += try client.receive(line: line)
+            case let .line(l) where l.to.contains("c1"): events += try client.receive(line: l.line)
             case .line: break
-            case let .action(session, action): actions.append((session, action))
+            case let .action(a): actions.append((a.session, a.action))
             }
         }
     }
@@ -173,10 +182,15 @@ final class Loopback {
     }
 
     /// The answer to `request`, if it came.
-    func answer(_ request: RequestId) -> (kind: RequestKind, session: String?, outcome: Answer)? {
-        for case let .answered(id, kind, session, outcome) in events where id == request { return (kind, session, outcome) }
+    func answer(_ request: RequestId) -> Answered? {
+        for case let .answered(a) in events where a.request == request { return a }
         return nil
     }
+}
+
+/// Whether `error` is a refusal for `reason` (`AcpError.rejected`).
+func rejected(_ reason: CallRejected) -> (AcpError) -> Bool {
+    { if case let .rejected(r, _) = $0 { return r == reason } else { return false } }
 }
 
 /// Runs `body`, throwing `Timeout` if it takes more than `seconds`.

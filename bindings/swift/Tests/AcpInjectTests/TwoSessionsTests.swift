@@ -11,14 +11,15 @@ final class TwoSessionsTests: XCTestCase {
     /// show no phantom pending item.
     func testASteerOnAnIdleSessionGetsItsOwnRefusalNotTheOtherSessionsAnswer() throws {
         let loop = try Loopback()
-        _ = try loop.client.initialize(client: Implementation(name: "t", title: nil, version: "1", meta: nil), pendingUpdates: true)
+        _ = try loop.client.initialize(client: Implementation(name: "t", version: "1"), pendingUpdates: true)
         try loop.pump()
         let new1 = try loop.client.newSession(cwd: "/home/dev/a", additionalDirectories: [], mcpServers: [])
         let new2 = try loop.client.newSession(cwd: "/home/dev/b", additionalDirectories: [], mcpServers: [])
         try loop.pump()
-        guard case let .sessionCreated(s1)? = loop.answer(new1)?.outcome, case let .sessionCreated(s2)? = loop.answer(new2)?.outcome else {
+        guard case let .sessionCreated(c1)? = loop.answer(new1)?.outcome, case let .sessionCreated(c2)? = loop.answer(new2)?.outcome else {
             return XCTFail("sessions not created: \(loop.events)")
         }
+        let (s1, s2) = (c1.sessionId, c2.sessionId)
         XCTAssertNotEqual(s1, s2)
 
         // Both requests go out before either answer comes back: the answers interleave.
@@ -29,14 +30,14 @@ final class TwoSessionsTests: XCTestCase {
 
         let promptAnswer = try XCTUnwrap(loop.answer(prompt))
         XCTAssertEqual(promptAnswer.kind, .prompt)
-        XCTAssertEqual(promptAnswer.session, s1)
-        guard case let .accepted(promptId) = promptAnswer.outcome, let promptId else {
+        XCTAssertEqual(promptAnswer.sessionId, s1)
+        guard case let .accepted(accepted) = promptAnswer.outcome, let promptId = accepted.messageId else {
             return XCTFail("s1's prompt: \(promptAnswer.outcome)")
         }
 
         let steerAnswer = try XCTUnwrap(loop.answer(steer))
         XCTAssertEqual(steerAnswer.kind, .inject)
-        XCTAssertEqual(steerAnswer.session, s2, "the refusal is answered to s2's call")
+        XCTAssertEqual(steerAnswer.sessionId, s2, "the refusal is answered to s2's call")
         guard case let .failed(error) = steerAnswer.outcome else { return XCTFail("s2's steer: \(steerAnswer.outcome)") }
         XCTAssertEqual(error.reason, .noRunningTurn)
         XCTAssertEqual(error.code, -32010)
@@ -53,8 +54,9 @@ final class TwoSessionsTests: XCTestCase {
         XCTAssertEqual(users(snap1), ["fix the bug"])
         XCTAssertEqual(snap1.transcript.first?.messageId, promptId)
         // Every session event was about the session it names.
-        for case let .session(session, .item(item)) in loop.events where item.messageId == promptId {
-            XCTAssertEqual(session, s1, "\(item) reported on \(session)")
+        for case let .session(s) in loop.events {
+            guard case let .item(item) = s.event, item.messageId == promptId else { continue }
+            XCTAssertEqual(s.sessionId, s1, "\(item) reported on \(s.sessionId)")
         }
         XCTAssertEqual(try loop.client.ignoredLines(), 0)
         // The agent started exactly one turn, in s1.
@@ -68,7 +70,7 @@ final class TwoSessionsTests: XCTestCase {
         let s2 = try await agent.newSession(cwd: "/tmp")
         try await s1.prompt("fix the bug")
         await assertAcpErrorAsync({ try await s2.inject("too early", mode: .steer) }) {
-            guard case let .Protocol(error) = $0 else { return false }
+            guard case let .protocol(error) = $0 else { return false }
             return error.reason == .noRunningTurn
         }
         let snap2 = try s2.snapshot()
@@ -91,7 +93,7 @@ final class TwoSessionsTests: XCTestCase {
         try await until(b) { $0.state == .running }
         // b's three injects go out one after another (their queue order is what the test checks
         // later), while a's prompt runs alongside them on the same connection.
-        func queueOnB() async throws -> (keep: MessageId, drop: MessageId, draft: MessageId) {
+        @Sendable func queueOnB() async throws -> (keep: MessageId, drop: MessageId, draft: MessageId) {
             let keep = try await b.inject("B: then lint", mode: .queue)
             let drop = try await b.inject("B: revoke me", mode: .queue)
             let draft = try await b.inject("B: draft", mode: .queue)
@@ -99,7 +101,8 @@ final class TwoSessionsTests: XCTestCase {
         }
         async let promptA = a.prompt("A: fix the bug")
         async let queuedB = queueOnB()
-        let (idA, (keep, drop, draft)) = try await (promptA, queuedB)
+        let (turnA, (keep, drop, draft)) = try await (promptA, queuedB)
+        let idA = turnA.messageId
         async let revoked: Void = b.revoke(drop)
         async let replaced: Void = b.replace(draft, with: "B: final wording")
         async let steerA = a.inject("A: use auth_v2", mode: .steer)
@@ -121,8 +124,8 @@ final class TwoSessionsTests: XCTestCase {
         XCTAssertTrue(snapB.transcript.contains { $0.messageId == draft })
         XCTAssertEqual(snapA.violations + snapB.violations, [])
         // Each stream carried only its own session's items.
-        for case let .event(.item(item)) in seenA { XCTAssertFalse([keep, drop, draft].contains(item.messageId), "b's \(item) on a's stream") }
-        for case let .event(.item(item)) in seenB { XCTAssertFalse([idA, steer].contains(item.messageId), "a's \(item) on b's stream") }
+        for case let .item(item) in seenA { XCTAssertFalse([keep, drop, draft].contains(item.messageId), "b's \(item) on a's stream") }
+        for case let .item(item) in seenB { XCTAssertFalse([idA, steer].contains(item.messageId), "a's \(item) on b's stream") }
         try await agent.close()
     }
 }

@@ -1,1 +1,0 @@
-../../../../generated/swift/OpenEnums.swift

@@ -2,12 +2,18 @@ package dev.acpinject
 
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.launch
+import kotlinx.serialization.json.JsonNull
+import kotlinx.serialization.json.add
+import kotlinx.serialization.json.buildJsonObject
+import kotlinx.serialization.json.put
+import kotlinx.serialization.json.putJsonArray
 import org.junit.jupiter.api.Assumptions.assumeTrue
 import org.junit.jupiter.api.Test
 import java.io.File
 import kotlin.test.assertEquals
 import kotlin.test.assertFailsWith
 import kotlin.test.assertIs
+import kotlin.test.assertNotNull
 import kotlin.test.assertNull
 import kotlin.test.assertTrue
 
@@ -126,6 +132,74 @@ class SdkAgentInteropTest {
         val text = cleanReport(report)
         val prompts = Regex("\"promptTexts\":\\s*\\[([^]]*)]").find(text)?.groupValues?.get(1)?.replace(Regex("\\s"), "")
         assertEquals("\"fixthebug\",\"thenthedocs\",\"finaltext\"", prompts, "the agent's prompts, in order: $text")
+    }
+
+    /**
+     * The same SDK agent with `--require-auth`: it advertises one auth method (`api-key`, type
+     * `agent`), refuses every session method -32000 until `auth/login` succeeded, then notifies
+     * `_interop/auth_status`, and serves the extension request `_interop/echo`. The Kotlin port
+     * of `bindings/python/tests/test_sdk_interop.py`.
+     */
+    @Test
+    fun `authenticates then opens a session and reaches the agent's extensions`() = coTest {
+        val script = System.getenv("ACP_INJECT_SDK_AGENT")
+        assumeTrue(!script.isNullOrEmpty(), "ACP_INJECT_SDK_AGENT names the SDK agent (the interop stage sets it)")
+        val cwd = System.getProperty("java.io.tmpdir")
+        connectQuietly(listOf("node", script!!, "--require-auth", "--delay-ms", "5")).use { client ->
+            val method = assertIs<AuthMethodAgent>(client.agent.authMethods.orEmpty().single())
+            assertEquals("api-key", method.methodId)
+
+            // Before authenticating: the agent's -32000, as its own class.
+            val refused = assertFailsWith<AcpException.AuthRequired> { client.newSession(cwd) }
+            assertEquals(-32000L, refused.error.code)
+            assertTrue("Authentication required" in refused.error.message, refused.error.message)
+            // A method the agent does not advertise is refused without sending.
+            val unknown = assertFailsWith<AcpException.Rejected> { client.authenticate("password") }
+            assertEquals(CallRejected.INVALID_ARGUMENTS, unknown.reason)
+
+            client.authenticate("api-key")
+            val notification = within("the notification") { client.notifications().first() }
+            assertEquals(
+                Notification(method = "_interop/auth_status", params = buildJsonObject { put("state", "authenticated") }),
+                notification,
+            )
+            val session = client.newSession(cwd)
+            val turn = session.prompt("hello")
+            assertNotNull(turn.messageId)
+            // The turn waits on its permission request, left open until the cancel below.
+            val asked = within("the turn's permission request") { session.events().first { it is PermissionRequested } }
+
+            // An extension request and its JSON result; a method that is not an extension's is
+            // refused locally; one the agent does not serve is its -32601.
+            val params = buildJsonObject {
+                putJsonArray("list") {
+                    add(1)
+                    add(2.5)
+                    add(JsonNull)
+                    add("x")
+                }
+            }
+            assertEquals(buildJsonObject { put("echo", params) }, client.extRequest("_interop/echo", params))
+            assertFailsWith<AcpException.Rejected> { client.extRequest("session/new", buildJsonObject {}) }
+            val missing = assertFailsWith<AcpException.Protocol> { client.extRequest("_interop/missing") }
+            assertEquals(-32601L, missing.error.code)
+            client.extNotify("_interop/ping", buildJsonObject { put("at", 1) })
+
+            // Upstream: after `session/cancel` the client MUST answer its pending permission
+            // requests `cancelled`. This client does not do it by itself (nor does it act on the
+            // agent's `$/cancel_request` for the request, which arrives as a Notification), and
+            // this agent's turn waits for the answer: the app answers.
+            session.cancel()
+            try {
+                session.answerPermission(assertIs<PermissionRequested>(asked).request, CancelledPermissionOutcome())
+            } catch (e: AcpException) {
+                // Answered already.
+            }
+            assertEquals(StopReason.CANCELLED, within("the cancelled turn's end") { turn.finished() })
+            client.logout()
+            // Logged out: the agent refuses session methods again.
+            assertFailsWith<AcpException.AuthRequired> { client.newSession(cwd) }
+        }
     }
 }
 

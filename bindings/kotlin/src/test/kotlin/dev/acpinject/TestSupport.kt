@@ -1,6 +1,7 @@
 package dev.acpinject
 
 import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.TimeoutCancellationException
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
 import java.io.File
@@ -45,3 +46,10 @@ fun coTest(deadline: Duration = 60.seconds, body: suspend CoroutineScope.() -> U
 
 /** Connects to [command], quietly (the agents' stderr stays out of the test report). */
 suspend fun connectQuietly(command: List<String>): Client = connect(command, name = "kotlin-tests", forwardStderr = false)
+
+/** [block], failing with an [AssertionError] that names [what] when it takes longer than [limit]. */
+suspend fun <T> within(what: String, limit: Duration = 10.seconds, block: suspend () -> T): T = try {
+    withTimeout(limit) { block() }
+} catch (e: TimeoutCancellationException) {
+    throw AssertionError("timed out after $limit waiting for $what")
+}

@@ -37,7 +37,7 @@ pub const REFERENCES: [(&str, &str); 4] = [
     ("Rust", "rust/acp_inject_core/index.html"),
     ("Python", "python/acp_inject.html"),
     ("Kotlin", "kotlin/index.html"),
-    ("Swift", "swift/documentation/acpinjectffi/index.html"),
+    ("Swift", "swift/documentation/acpinject/index.html"),
 ];
 
 const STYLE: &str = "\

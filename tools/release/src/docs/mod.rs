@@ -6,7 +6,7 @@
 //! | `rust/` | rustdoc (`cargo doc --no-deps`) | the crates meant for the Rust crate registry |
 //! | `python/` | pdoc (from PyPI, in a venv of its own: `<cache>/docs-venv`) | the installed package's docstrings and stub |
 //! | `kotlin/` | Dokka HTML (`dokka-maven-plugin` from Maven Central) | bindings/kotlin + the generated binding |
-//! | `swift/` | DocC (`docc convert`, shipped with Swift 6.0.3, in the trixie chroot) | symbol graphs of `AcpInjectFFI` |
+//! | `swift/` | DocC (`docc convert`, shipped with Swift 6.0.3, in the trixie chroot) | symbol graphs of `AcpInject` (the public module) |
 //! | `guide/` | pulldown-cmark ([`guide`]), and `acp-inject-timeline` for its picture | `docs/guide/*.md`, a recorded session |
 //!
 //! Swift: the usual route, `swift package generate-documentation`, needs the swift-docc-plugin
@@ -206,7 +206,8 @@ fn kotlin(out: &Path) -> Result<String, Error> {
     Ok("index.html".into())
 }
 
-/// DocC of the `AcpInjectFFI` module: symbol graphs from SwiftPM, then `docc convert`.
+/// DocC of the `AcpInject` module (the public one; the UniFFI binding underneath is internal):
+/// symbol graphs from SwiftPM, then `docc convert`.
 fn swift(out: &Path) -> Result<String, Error> {
     let swiftw = root().join("bindings/swift/swiftw");
     let cache = cache_dir();
@@ -226,14 +227,14 @@ fn swift(out: &Path) -> Result<String, Error> {
         };
         for file in files.flatten() {
             let name = file.file_name().to_string_lossy().into_owned();
-            if name.starts_with("AcpInjectFFI.") || name.starts_with("AcpInjectFFI@") {
+            if name.starts_with("AcpInject.") || name.starts_with("AcpInject@") {
                 std::fs::copy(file.path(), graphs.join(&name)).map_err(|e| Error::write(&graphs.join(&name), e))?;
                 found += 1;
             }
         }
     }
     if found == 0 {
-        return Err(Error::msg("no symbol graph for AcpInjectFFI"));
+        return Err(Error::msg("no symbol graph for AcpInject"));
     }
     let archive: PathBuf = build.join("acp-inject-docs/site");
     reset(&archive)?;
@@ -241,12 +242,12 @@ fn swift(out: &Path) -> Result<String, Error> {
         Command::new(&swiftw)
             .args(["--tool", "docc", "convert", "--additional-symbol-graph-dir"])
             .arg(&graphs)
-            .args(["--fallback-display-name", "AcpInjectFFI", "--fallback-bundle-identifier", "dev.acpinject.AcpInjectFFI"])
+            .args(["--fallback-display-name", "AcpInject", "--fallback-bundle-identifier", "dev.acpinject.AcpInject"])
             .args(["--transform-for-static-hosting", "--hosting-base-path", "swift", "--output-path"])
             .arg(&archive)
             .env("ACP_INJECT_CACHE", &cache),
         "docc convert",
     )?;
     copy_tree(&archive, out)?;
-    Ok("documentation/acpinjectffi/index.html".into())
+    Ok("documentation/acpinject/index.html".into())
 }

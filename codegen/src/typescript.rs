@@ -923,6 +923,29 @@ fn methods(spec: &Spec) -> Result<(Vec<MethodEntry>, Vec<Group>), Error> {
         }
         groups.push(Group { name: name.to_owned(), request, from: from.to_owned(), methods: list });
     }
+    // The extension methods the schema defines (`_session/steering`): in no envelope's list,
+    // checked like the others once named (a `*Response` makes one a request).
+    let mut extensions: Vec<&str> =
+        spec.defs.iter().filter_map(|d| d.method.as_deref()).filter(|m| m.starts_with('_') && !seen.contains_key(*m)).collect();
+    extensions.sort_unstable();
+    extensions.dedup();
+    for m in extensions {
+        let with_method: Vec<&str> =
+            spec.defs.iter().filter(|d| d.method.as_deref() == Some(m)).map(|d| d.name.as_str()).collect();
+        let params = with_method
+            .iter()
+            .find(|n| !n.ends_with("Response"))
+            .ok_or_else(|| schema_err(m, "extension method has no params definition (`x-method`)"))?;
+        let result = with_method.iter().find(|n| n.ends_with("Response")).map(|n| ts_name(n));
+        methods.push(MethodEntry {
+            method: m.to_owned(),
+            constant: crate::method_const(m),
+            request: result.is_some(),
+            params: ts_name(params),
+            params_optional: false,
+            result,
+        });
+    }
     Ok((methods, groups))
 }
 

@@ -536,6 +536,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime() != 36246:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call() != 44060:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 50880:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 42405:
@@ -566,6 +568,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 33756:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_refuse_call() != 35771:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() != 14158:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_leases() != 55349:
@@ -593,6 +597,12 @@ def _uniffi_check_api_checksums(lib):
     if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed() != 17838:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() != 37723:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_authenticate() != 63352:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_extension() != 42905:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_extension_notification() != 5049:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -792,6 +802,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_func_library_version.restype = ctypes.
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_func_shutdown_runtime.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach.restype = ctypes.c_uint16
@@ -837,6 +850,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_refuse_call.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_refuse_call.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms.restype = ctypes.c_uint16
@@ -879,6 +895,15 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed.re
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_authenticate.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_authenticate.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_extension.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_extension.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_extension_notification.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentruntime_extension_notification.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session.restype = ctypes.c_uint16
@@ -1134,6 +1159,13 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_func_shutdown_runtime.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_func_shutdown_runtime.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_answer_call.argtypes = (
+    ctypes.c_uint64,
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_answer_call.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1229,6 +1261,13 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_refuse_call.argtypes = (
+    ctypes.c_uint64,
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_refuse_call.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
@@ -1310,6 +1349,23 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed.argtypes 
     _UniffiRustBuffer,
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_authenticate.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_authenticate.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_extension.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_extension.restype = ctypes.c_uint64
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_extension_notification.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_extension_notification.restype = ctypes.c_uint64
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1847,6 +1903,12 @@ _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD2 = ctypes.CFUNCTY
 )
 _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD3 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UniffiRustBuffer,_UNIFFI_FOREIGN_FUTURE_COMPLETEVOID,ctypes.c_uint64,ctypes.POINTER(_UniffiForeignFutureDroppedCallbackStruct),
 )
+_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD4 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UNIFFI_FOREIGN_FUTURE_COMPLETEVOID,ctypes.c_uint64,ctypes.POINTER(_UniffiForeignFutureDroppedCallbackStruct),
+)
+_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD5 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UniffiRustBuffer,_UNIFFI_FOREIGN_FUTURE_COMPLETERUST_BUFFER,ctypes.c_uint64,ctypes.POINTER(_UniffiForeignFutureDroppedCallbackStruct),
+)
+_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD6 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UniffiRustBuffer,_UNIFFI_FOREIGN_FUTURE_COMPLETEVOID,ctypes.c_uint64,ctypes.POINTER(_UniffiForeignFutureDroppedCallbackStruct),
+)
 _UNIFFI_CALLBACK_INTERFACE_CLONE_ACP_INJECT_FFI_AGENT_RUNTIME = ctypes.CFUNCTYPE(ctypes.c_uint64,ctypes.c_uint64,
 )
 _UNIFFI_CALLBACK_INTERFACE_FREE_ACP_INJECT_FFI_AGENT_RUNTIME = ctypes.CFUNCTYPE(None,ctypes.c_uint64,
@@ -1859,6 +1921,9 @@ class _UniffiVTableCallbackInterfaceAcpInjectFfiAgentRuntime(ctypes.Structure):
         ("session_opened", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD1),
         ("session_resumed", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD2),
         ("session_closed", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD3),
+        ("authenticate", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD4),
+        ("extension", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD5),
+        ("extension_notification", _UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD6),
     ]
 _UniffiLib.uniffi_acp_inject_ffi_fn_init_callback_vtable_agentruntime.argtypes = (
     ctypes.POINTER(_UniffiVTableCallbackInterfaceAcpInjectFfiAgentRuntime),
@@ -2352,6 +2417,19 @@ class _UniffiFfiConverterTypeFfiError(_UniffiConverterRustBuffer):
             _UniffiFfiConverterString.write(value.message, buf)
             _UniffiFfiConverterBytes.write(value.error, buf)
 
+class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "u64"
+    VALUE_MIN = 0
+    VALUE_MAX = 2**64
+
+    @staticmethod
+    def read(buf):
+        return buf.read_u64()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_u64(value)
+
 class _UniffiFfiConverterBoolean:
     @classmethod
     def check_lower(cls, value):
@@ -2396,19 +2474,6 @@ class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
             _UniffiFfiConverterString.read(buf) for i in range(count)
         ]
 
-class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
-    CLASS_NAME = "u64"
-    VALUE_MIN = 0
-    VALUE_MAX = 2**64
-
-    @staticmethod
-    def read(buf):
-        return buf.read_u64()
-
-    @staticmethod
-    def write(value, buf):
-        buf.write_u64(value)
-
 class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -2440,6 +2505,13 @@ class AgentCoreProtocol(typing.Protocol):
     The agent-side core of one agent process (all its sessions), without I/O.
 """
     
+    def answer_call(self, id: int,result: bytes) -> bytes:
+        """
+        Answers the host call `id` (an `Output.Call`) with `result` (encoded JSON; for an
+        `Authenticate` call any value: the connection is logged in); returns the outputs.
+        `AcpError.Host` (`UnknownRequest`) when the call is not open.
+"""
+        raise NotImplementedError
     def attach(self, connection: str,role: bytes) -> None:
         """
         Registers a connection with a role (a `ConnectionRole`).
@@ -2519,6 +2591,12 @@ class AgentCoreProtocol(typing.Protocol):
     def pending(self, session_id: str) -> bytes:
         """
         The session's pending injects in delivery order (a list of `PendingInject`).
+"""
+        raise NotImplementedError
+    def refuse_call(self, id: int,error: bytes) -> bytes:
+        """
+        Refuses the host call `id` with `error` (a `TurnFailure`: the JSON-RPC error the client
+        gets, -32000 for credentials that do not check out, say); returns the outputs.
 """
         raise NotImplementedError
     def renew_every_ms(self, ) -> typing.Optional[int]:
@@ -2649,6 +2727,29 @@ class AgentCore(AgentCoreProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
+    def answer_call(self, id: int,result: bytes) -> bytes:
+        """
+        Answers the host call `id` (an `Output.Call`) with `result` (encoded JSON; for an
+        `Authenticate` call any value: the connection is logged in); returns the outputs.
+        `AcpError.Host` (`UnknownRequest`) when the call is not open.
+"""
+        
+        _UniffiFfiConverterUInt64.check_lower(id)
+
+        _UniffiFfiConverterBytes.check_lower(result)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterUInt64.lower(id),
+            _UniffiFfiConverterBytes.lower(result),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_answer_call,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def attach(self, connection: str,role: bytes) -> None:
         """
         Registers a connection with a role (a `ConnectionRole`).
@@ -2937,6 +3038,28 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_pending,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def refuse_call(self, id: int,error: bytes) -> bytes:
+        """
+        Refuses the host call `id` with `error` (a `TurnFailure`: the JSON-RPC error the client
+        gets, -32000 for credentials that do not check out, say); returns the outputs.
+"""
+        
+        _UniffiFfiConverterUInt64.check_lower(id)
+
+        _UniffiFfiConverterBytes.check_lower(error)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterUInt64.lower(id),
+            _UniffiFfiConverterBytes.lower(error),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_refuse_call,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -3577,6 +3700,24 @@ class AgentRuntime():
         The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
 """
         raise NotImplementedError
+    async def authenticate(self, method_id: str) -> None:
+        """
+        A client logs in with `method_id`, one of the configured `agent` methods: check the
+        credentials it stands for. An `AcpError.Protocol` (or `AuthRequired`) error is the
+        client's error, its code and message as given; any other error is -32603.
+"""
+        raise NotImplementedError
+    async def extension(self, method: str,params: bytes) -> bytes:
+        """
+        A request of an extension the agent serves, `params` encoded (optional JSON); its
+        result, encoded JSON. Errors as for `authenticate`.
+"""
+        raise NotImplementedError
+    async def extension_notification(self, method: str,params: bytes) -> None:
+        """
+        A notification of an extension the agent serves, `params` encoded (optional JSON).
+"""
+        raise NotImplementedError
 
 class AgentRuntimeImpl(AgentRuntime):
     """
@@ -3693,6 +3834,75 @@ class AgentRuntimeImpl(AgentRuntime):
         _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
         return await _uniffi_rust_call_async(
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def authenticate(self, method_id: str) -> None:
+        """
+        A client logs in with `method_id`, one of the configured `agent` methods: check the
+        credentials it stands for. An `AcpError.Protocol` (or `AuthRequired`) error is the
+        client's error, its code and message as given; any other error is -32603.
+"""
+        
+        _UniffiFfiConverterString.check_lower(method_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(method_id),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_authenticate(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def extension(self, method: str,params: bytes) -> bytes:
+        """
+        A request of an extension the agent serves, `params` encoded (optional JSON); its
+        result, encoded JSON. Errors as for `authenticate`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(method)
+
+        _UniffiFfiConverterBytes.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(method),
+            _UniffiFfiConverterBytes.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterBytes.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_extension(*_uniffi_lowered_args),
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            _UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            _uniffi_lift_return,
+            _uniffi_error_converter,
+        )
+    async def extension_notification(self, method: str,params: bytes) -> None:
+        """
+        A notification of an extension the agent serves, `params` encoded (optional JSON).
+"""
+        
+        _UniffiFfiConverterString.check_lower(method)
+
+        _UniffiFfiConverterBytes.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(method),
+            _UniffiFfiConverterBytes.lower(params),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        return await _uniffi_rust_call_async(
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_extension_notification(*_uniffi_lowered_args),
             _UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void,
             _UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void,
             _UniffiLib.ffi_acp_inject_ffi_rust_future_free_void,
@@ -3861,6 +4071,121 @@ class _UniffiTraitImplAgentRuntimeImpl:
             _UniffiFfiConverterTypeFfiError.lower,
         )
 
+    @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD4
+    def authenticate(
+            uniffi_handle,
+            method_id,
+            uniffi_future_callback,
+            uniffi_callback_data,
+            uniffi_out_dropped_callback,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterString.lift(method_id), )
+            uniffi_method = uniffi_obj.authenticate
+            return uniffi_method(*uniffi_args)
+        def handle_success(return_value):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus.default()
+                )
+            )
+
+        def handle_error(status_code, rust_buffer):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus(status_code, rust_buffer),
+                )
+            )
+        _uniffi_trait_interface_call_async_with_error(
+            make_call,
+            uniffi_out_dropped_callback,
+            handle_success,
+            handle_error,
+            FfiError,
+            _UniffiFfiConverterTypeFfiError.lower,
+        )
+
+    @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD5
+    def extension(
+            uniffi_handle,
+            method,
+            params,
+            uniffi_future_callback,
+            uniffi_callback_data,
+            uniffi_out_dropped_callback,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterString.lift(method), _UniffiFfiConverterBytes.lift(params), )
+            uniffi_method = uniffi_obj.extension
+            return uniffi_method(*uniffi_args)
+        def handle_success(return_value):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultRustBuffer(
+                    _UniffiFfiConverterBytes.lower(return_value),
+                    _UniffiRustCallStatus.default()
+                )
+            )
+
+        def handle_error(status_code, rust_buffer):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultRustBuffer(
+                    _UniffiRustBuffer.default(),
+                    _UniffiRustCallStatus(status_code, rust_buffer),
+                )
+            )
+        _uniffi_trait_interface_call_async_with_error(
+            make_call,
+            uniffi_out_dropped_callback,
+            handle_success,
+            handle_error,
+            FfiError,
+            _UniffiFfiConverterTypeFfiError.lower,
+        )
+
+    @_UNIFFI_CALLBACK_INTERFACE_ACP_INJECT_FFI_AGENT_RUNTIME_METHOD6
+    def extension_notification(
+            uniffi_handle,
+            method,
+            params,
+            uniffi_future_callback,
+            uniffi_callback_data,
+            uniffi_out_dropped_callback,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypeAgentRuntime._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterString.lift(method), _UniffiFfiConverterBytes.lift(params), )
+            uniffi_method = uniffi_obj.extension_notification
+            return uniffi_method(*uniffi_args)
+        def handle_success(return_value):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus.default()
+                )
+            )
+
+        def handle_error(status_code, rust_buffer):
+            uniffi_future_callback(
+                uniffi_callback_data,
+                _UniffiForeignFutureResultVoid(
+                    _UniffiRustCallStatus(status_code, rust_buffer),
+                )
+            )
+        _uniffi_trait_interface_call_async_with_error(
+            make_call,
+            uniffi_out_dropped_callback,
+            handle_success,
+            handle_error,
+            FfiError,
+            _UniffiFfiConverterTypeFfiError.lower,
+        )
+
     @_UNIFFI_CALLBACK_INTERFACE_FREE_ACP_INJECT_FFI_AGENT_RUNTIME
     def _uniffi_free(uniffi_handle):
         _UniffiFfiConverterTypeAgentRuntime._handle_map.remove(uniffi_handle)
@@ -3877,6 +4202,9 @@ class _UniffiTraitImplAgentRuntimeImpl:
         session_opened,
         session_resumed,
         session_closed,
+        authenticate,
+        extension,
+        extension_notification,
     )
     # Send Rust a pointer to the VTable.  Note: this means we need to keep the struct alive forever,
     # or else bad things will happen when Rust tries to access it.

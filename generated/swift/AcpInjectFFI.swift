@@ -598,6 +598,13 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 public protocol AgentCoreProtocol: AnyObject, Sendable {
     
     /**
+     * Answers the host call `id` (an `Output.Call`) with `result` (encoded JSON; for an
+     * `Authenticate` call any value: the connection is logged in); returns the outputs.
+     * `AcpError.Host` (`UnknownRequest`) when the call is not open.
+     */
+    func answerCall(id: UInt64, result: Data) throws  -> Data
+    
+    /**
      * Registers a connection with a role (a `ConnectionRole`).
      */
     func attach(connection: String, role: Data) throws 
@@ -677,6 +684,12 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
      * The session's pending injects in delivery order (a list of `PendingInject`).
      */
     func pending(sessionId: String) throws  -> Data
+    
+    /**
+     * Refuses the host call `id` with `error` (a `TurnFailure`: the JSON-RPC error the client
+     * gets, -32000 for credentials that do not check out, say); returns the outputs.
+     */
+    func refuseCall(id: UInt64, error: Data) throws  -> Data
     
     /**
      * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
@@ -816,6 +829,22 @@ public static func restore(config: Data, snapshot: String)throws  -> AgentCore  
 }
     
 
+    
+    /**
+     * Answers the host call `id` (an `Output.Call`) with `result` (encoded JSON; for an
+     * `Authenticate` call any value: the connection is logged in); returns the outputs.
+     * `AcpError.Host` (`UnknownRequest`) when the call is not open.
+     */
+open func answerCall(id: UInt64, result: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_answer_call(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(id),
+        FfiConverterData.lower(result),uniffiCallStatus
+    )
+})
+}
     
     /**
      * Registers a connection with a role (a `ConnectionRole`).
@@ -1023,6 +1052,21 @@ open func pending(sessionId: String)throws  -> Data  {
 }
     
     /**
+     * Refuses the host call `id` with `error` (a `TurnFailure`: the JSON-RPC error the client
+     * gets, -32000 for credentials that do not check out, say); returns the outputs.
+     */
+open func refuseCall(id: UInt64, error: Data)throws  -> Data  {
+    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeFfiError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_refuse_call(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt64.lower(id),
+        FfiConverterData.lower(error),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
      * milliseconds; `None` otherwise.
      */
@@ -1192,6 +1236,24 @@ public protocol AgentRuntime: AnyObject, Sendable {
      */
     func sessionClosed(sessionId: String, dropped: Data) async throws 
     
+    /**
+     * A client logs in with `method_id`, one of the configured `agent` methods: check the
+     * credentials it stands for. An `AcpError.Protocol` (or `AuthRequired`) error is the
+     * client's error, its code and message as given; any other error is -32603.
+     */
+    func authenticate(methodId: String) async throws 
+    
+    /**
+     * A request of an extension the agent serves, `params` encoded (optional JSON); its
+     * result, encoded JSON. Errors as for `authenticate`.
+     */
+    func `extension`(method: String, params: Data) async throws  -> Data
+    
+    /**
+     * A notification of an extension the agent serves, `params` encoded (optional JSON).
+     */
+    func extensionNotification(method: String, params: Data) async throws 
+    
 }
 /**
  * What an agent author implements (each language's layer implements it over the author's
@@ -1317,6 +1379,66 @@ open func sessionClosed(sessionId: String, dropped: Data)async throws   {
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(
                         self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(dropped)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeFfiError_lift
+        )
+}
+    
+    /**
+     * A client logs in with `method_id`, one of the configured `agent` methods: check the
+     * credentials it stands for. An `AcpError.Protocol` (or `AuthRequired`) error is the
+     * client's error, its code and message as given; any other error is -32603.
+     */
+open func authenticate(methodId: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentruntime_authenticate(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(methodId)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_void,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeFfiError_lift
+        )
+}
+    
+    /**
+     * A request of an extension the agent serves, `params` encoded (optional JSON); its
+     * result, encoded JSON. Errors as for `authenticate`.
+     */
+open func `extension`(method: String, params: Data)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentruntime_extension(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(method),FfiConverterData.lower(params)
+                )
+            },
+            pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_acp_inject_ffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_acp_inject_ffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeFfiError_lift
+        )
+}
+    
+    /**
+     * A notification of an extension the agent serves, `params` encoded (optional JSON).
+     */
+open func extensionNotification(method: String, params: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_acp_inject_ffi_fn_method_agentruntime_extension_notification(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(method),FfiConverterData.lower(params)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_void,
@@ -1502,6 +1624,135 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 return try await uniffiObj.sessionClosed(
                      sessionId: try FfiConverterString.lift(sessionId),
                      dropped: try FfiConverterData.lift(dropped)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeFfiError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        authenticate: { (
+            uniffiHandle: UInt64,
+            methodId: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.authenticate(
+                     methodId: try FfiConverterString.lift(methodId)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: ()) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid(
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeFfiError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        `extension`: { (
+            uniffiHandle: UInt64,
+            method: RustBuffer,
+            params: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteRustBuffer,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> Data in
+                guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.`extension`(
+                     method: try FfiConverterString.lift(method),
+                     params: try FfiConverterData.lift(params)
+                )
+            }
+
+            let uniffiHandleSuccess = { (returnValue: Data) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: FfiConverterData.lower(returnValue),
+                        callStatus: RustCallStatus()
+                    )
+                )
+            }
+            let uniffiHandleError = { (statusCode, errorBuf) in
+                uniffiFutureCallback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer(
+                        returnValue: RustBuffer.empty(),
+                        callStatus: RustCallStatus(code: statusCode, errorBuf: errorBuf)
+                    )
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall: makeCall,
+                handleSuccess: uniffiHandleSuccess,
+                handleError: uniffiHandleError,
+                lowerError: FfiConverterTypeFfiError_lower,
+                droppedCallback: uniffiOutDroppedCallback
+            )
+        },
+        extensionNotification: { (
+            uniffiHandle: UInt64,
+            method: RustBuffer,
+            params: RustBuffer,
+            uniffiFutureCallback: @escaping UniffiForeignFutureCompleteVoid,
+            uniffiCallbackData: UInt64,
+            uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
+        ) in
+            let makeCall = {
+                () async throws -> () in
+                guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try await uniffiObj.extensionNotification(
+                     method: try FfiConverterString.lift(method),
+                     params: try FfiConverterData.lift(params)
                 )
             }
 
@@ -4145,6 +4396,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_func_connect_url() != 47841) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call() != 44060) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 50880) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4188,6 +4442,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_pending() != 33756) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_refuse_call() != 35771) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() != 14158) {
@@ -4377,6 +4634,15 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() != 37723) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_authenticate() != 63352) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_extension() != 42905) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_acp_inject_ffi_checksum_method_agentruntime_extension_notification() != 5049) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025) {

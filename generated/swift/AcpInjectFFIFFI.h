@@ -268,6 +268,24 @@ typedef void (*UniffiCallbackInterfaceAgentRuntimeMethod3)(uint64_t, RustBuffer,
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_AGENT_RUNTIME_METHOD4
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_AGENT_RUNTIME_METHOD4
+typedef void (*UniffiCallbackInterfaceAgentRuntimeMethod4)(uint64_t, RustBuffer, UniffiForeignFutureCompleteVoid _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_AGENT_RUNTIME_METHOD5
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_AGENT_RUNTIME_METHOD5
+typedef void (*UniffiCallbackInterfaceAgentRuntimeMethod5)(uint64_t, RustBuffer, RustBuffer, UniffiForeignFutureCompleteRustBuffer _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_AGENT_RUNTIME_METHOD6
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_AGENT_RUNTIME_METHOD6
+typedef void (*UniffiCallbackInterfaceAgentRuntimeMethod6)(uint64_t, RustBuffer, RustBuffer, UniffiForeignFutureCompleteVoid _Nonnull, uint64_t, UniffiForeignFutureDroppedCallbackStruct* _Nonnull
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_AGENT_RUNTIME
 #define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_AGENT_RUNTIME
 typedef struct UniffiVTableCallbackInterfaceAgentRuntime {
@@ -277,6 +295,9 @@ typedef struct UniffiVTableCallbackInterfaceAgentRuntime {
     UniffiCallbackInterfaceAgentRuntimeMethod1 _Nonnull sessionOpened;
     UniffiCallbackInterfaceAgentRuntimeMethod2 _Nonnull sessionResumed;
     UniffiCallbackInterfaceAgentRuntimeMethod3 _Nonnull sessionClosed;
+    UniffiCallbackInterfaceAgentRuntimeMethod4 _Nonnull authenticate;
+    UniffiCallbackInterfaceAgentRuntimeMethod5 _Nonnull `extension`;
+    UniffiCallbackInterfaceAgentRuntimeMethod6 _Nonnull extensionNotification;
 } UniffiVTableCallbackInterfaceAgentRuntime;
 
 #endif
@@ -303,6 +324,11 @@ uint64_t uniffi_acp_inject_ffi_fn_constructor_agentcore_open(RustBuffer config, 
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_CONSTRUCTOR_AGENTCORE_RESTORE
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_CONSTRUCTOR_AGENTCORE_RESTORE
 uint64_t uniffi_acp_inject_ffi_fn_constructor_agentcore_restore(RustBuffer config, RustBuffer snapshot, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_ANSWER_CALL
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_ANSWER_CALL
+RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_answer_call(uint64_t ptr, uint64_t id, RustBuffer result, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_ATTACH
@@ -378,6 +404,11 @@ RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(uint6
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_PENDING
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_PENDING
 RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_pending(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_REFUSE_CALL
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_REFUSE_CALL
+RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_refuse_call(uint64_t ptr, uint64_t id, RustBuffer error, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_RENEW_EVERY_MS
@@ -743,6 +774,21 @@ uint64_t uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(uint64_t p
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTRUNTIME_SESSION_CLOSED
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTRUNTIME_SESSION_CLOSED
 uint64_t uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(uint64_t ptr, RustBuffer session_id, RustBuffer dropped
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTRUNTIME_AUTHENTICATE
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTRUNTIME_AUTHENTICATE
+uint64_t uniffi_acp_inject_ffi_fn_method_agentruntime_authenticate(uint64_t ptr, RustBuffer method_id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTRUNTIME_EXTENSION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTRUNTIME_EXTENSION
+uint64_t uniffi_acp_inject_ffi_fn_method_agentruntime_extension(uint64_t ptr, RustBuffer method, RustBuffer params
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTRUNTIME_EXTENSION_NOTIFICATION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTRUNTIME_EXTENSION_NOTIFICATION
+uint64_t uniffi_acp_inject_ffi_fn_method_agentruntime_extension_notification(uint64_t ptr, RustBuffer method, RustBuffer params
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_CLONE_AGENTSERVER
@@ -1202,6 +1248,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_func_connect_url(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ANSWER_CALL
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ANSWER_CALL
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ATTACH
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ATTACH
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_attach(void
@@ -1289,6 +1341,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id(v
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_PENDING
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_PENDING
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_pending(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_REFUSE_CALL
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_REFUSE_CALL
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_refuse_call(void
     
 );
 #endif
@@ -1667,6 +1725,24 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentruntime_session_resumed(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTRUNTIME_SESSION_CLOSED
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTRUNTIME_SESSION_CLOSED
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTRUNTIME_AUTHENTICATE
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTRUNTIME_AUTHENTICATE
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentruntime_authenticate(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTRUNTIME_EXTENSION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTRUNTIME_EXTENSION
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentruntime_extension(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTRUNTIME_EXTENSION_NOTIFICATION
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTRUNTIME_EXTENSION_NOTIFICATION
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentruntime_extension_notification(void
     
 );
 #endif

@@ -2452,13 +2452,19 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public let info: AgentInfo
     /// Session-setup features of the host.
     public let setup: SetupSupport
+    /// Authentication (R-AUTH-*).
+    public let auth: AuthSupport
+    /// The extension methods (`_…`) the host serves, requests and notifications; any other `_` method is -32601 (R-EXT-2).
+    public let extensions: [String]
 
     /// A value with these fields.
-    public init(inject: InjectCapabilities? = nil, policy: Policy = Policy(), info: AgentInfo, setup: SetupSupport = SetupSupport()) {
+    public init(inject: InjectCapabilities? = nil, policy: Policy = Policy(), info: AgentInfo, setup: SetupSupport = SetupSupport(), auth: AuthSupport = AuthSupport(), extensions: [String] = []) {
         self.inject = inject
         self.policy = policy
         self.info = info
         self.setup = setup
+        self.auth = auth
+        self.extensions = extensions
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2466,6 +2472,8 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         case policy = "policy"
         case info = "info"
         case setup = "setup"
+        case auth = "auth"
+        case extensions = "extensions"
     }
 
     public init(from decoder: Decoder) throws {
@@ -2474,7 +2482,9 @@ public struct AgentConfig: Sendable, Hashable, Codable {
             inject: try c.decodeIfPresent(InjectCapabilities.self, forKey: .inject),
             policy: try c.decodeIfPresent(Policy.self, forKey: .policy) ?? Policy(),
             info: try c.decode(AgentInfo.self, forKey: .info),
-            setup: try c.decodeIfPresent(SetupSupport.self, forKey: .setup) ?? SetupSupport()
+            setup: try c.decodeIfPresent(SetupSupport.self, forKey: .setup) ?? SetupSupport(),
+            auth: try c.decodeIfPresent(AuthSupport.self, forKey: .auth) ?? AuthSupport(),
+            extensions: try c.decodeIfPresent([String].self, forKey: .extensions) ?? []
         )
     }
 
@@ -2484,6 +2494,8 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         try c.encode(policy, forKey: .policy)
         try c.encode(info, forKey: .info)
         try c.encode(setup, forKey: .setup)
+        try c.encode(auth, forKey: .auth)
+        try c.encode(extensions, forKey: .extensions)
     }
 }
 
@@ -2499,6 +2511,8 @@ extension AgentConfig: BoundaryCodable {
         var _policy: Policy? = nil
         var _info: AgentInfo? = nil
         var _setup: SetupSupport? = nil
+        var _auth: AuthSupport? = nil
+        var _extensions: [String]? = nil
         for _ in 0..<count {
             let key = try r.readString()
             switch key {
@@ -2506,21 +2520,86 @@ extension AgentConfig: BoundaryCodable {
             case "policy": _policy = try at("policy") { try Policy(boundary: &r) }
             case "info": _info = try at("info") { try AgentInfo(boundary: &r) }
             case "setup": _setup = try at("setup") { try SetupSupport(boundary: &r) }
+            case "auth": _auth = try at("auth") { try AuthSupport(boundary: &r) }
+            case "extensions": _extensions = try at("extensions") { try Array<String>(boundary: &r) }
             default: throw BoundaryError.unknownField("AgentConfig", key)
             }
         }
         guard let _info = _info else { throw BoundaryError.missing("AgentConfig", "info") }
-        self.init(inject: _inject, policy: _policy ?? Policy(), info: _info, setup: _setup ?? SetupSupport())
+        self.init(inject: _inject, policy: _policy ?? Policy(), info: _info, setup: _setup ?? SetupSupport(), auth: _auth ?? AuthSupport(), extensions: _extensions ?? [])
     }
 
     public func encode(boundary w: inout BoundaryWriter) {
-        var n = 3
+        var n = 5
         if inject != nil { n += 1 }
         w.writeMapHeader(n)
         if let v = inject { w.writeString("inject"); v.encode(boundary: &w) }
         w.writeString("policy"); policy.encode(boundary: &w)
         w.writeString("info"); info.encode(boundary: &w)
         w.writeString("setup"); setup.encode(boundary: &w)
+        w.writeString("auth"); auth.encode(boundary: &w)
+        w.writeString("extensions"); extensions.encode(boundary: &w)
+    }
+}
+
+/// Authentication the agent offers.
+public struct AuthSupport: Sendable, Hashable, Codable {
+    /// The `authMethods` of the `initialize` answer: an `agent` method is checked by the host when a client logs in with it; a `terminal` one is run by the client, never sent.
+    public let methods: [AuthMethod]
+    /// Every request of a connection but `initialize` and `auth/*` is answered -32000 (Authentication required) until the connection logged in.
+    public let required: Bool
+
+    /// A value with these fields.
+    public init(methods: [AuthMethod] = [], required: Bool = false) {
+        self.methods = methods
+        self.required = required
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case methods = "methods"
+        case required = "required"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            methods: try c.decodeIfPresent([AuthMethod].self, forKey: .methods) ?? [],
+            required: try c.decodeIfPresent(Bool.self, forKey: .required) ?? false
+        )
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(methods, forKey: .methods)
+        try c.encode(required, forKey: .required)
+    }
+}
+
+extension AuthSupport: BoundaryCodable {
+    public init(boundary r: inout BoundaryReader) throws {
+        let n = try r.readMapHeader()
+        try self.init(boundaryFields: &r, count: n)
+    }
+
+    /// The value from the `count` remaining pairs of its map.
+    init(boundaryFields r: inout BoundaryReader, count: Int) throws {
+        var _methods: [AuthMethod]? = nil
+        var _required: Bool? = nil
+        for _ in 0..<count {
+            let key = try r.readString()
+            switch key {
+            case "methods": _methods = try at("methods") { try Array<AuthMethod>(boundary: &r) }
+            case "required": _required = try at("required") { try Bool(boundary: &r) }
+            default: throw BoundaryError.unknownField("AuthSupport", key)
+            }
+        }
+        self.init(methods: _methods ?? [], required: _required ?? false)
+    }
+
+    public func encode(boundary w: inout BoundaryWriter) {
+        w.writeMapHeader(2)
+        w.writeString("methods"); methods.encode(boundary: &w)
+        w.writeString("required"); required.encode(boundary: &w)
     }
 }
 
@@ -2919,6 +2998,272 @@ extension Action: BoundaryCodable {
         w.writeTag("Action")
         w.writeString("session"); session.encode(boundary: &w)
         w.writeString("action"); action.encode(boundary: &w)
+    }
+}
+
+/// A request for the host itself, from a connection: answer it with `answer_call` and `id` (a notification wants no answer).
+public struct HostCallMade: Sendable, Hashable, Codable {
+    /// The call's id, for the answer.
+    public let id: Int
+    /// The connection that asked.
+    public let connection: ConnId
+    /// What it asks.
+    public let call: HostCall
+
+    /// A value with these fields.
+    public init(id: Int, connection: ConnId, call: HostCall) {
+        self.id = id
+        self.connection = connection
+        self.call = call
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id = "id"
+        case connection = "connection"
+        case call = "call"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            id: try c.decode(Int.self, forKey: .id),
+            connection: try c.decode(ConnId.self, forKey: .connection),
+            call: try c.decode(HostCall.self, forKey: .call)
+        )
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(connection, forKey: .connection)
+        try c.encode(call, forKey: .call)
+    }
+}
+
+extension HostCallMade: BoundaryCodable {
+    public init(boundary r: inout BoundaryReader) throws {
+        var n = try r.readMapHeader()
+        try r.expectTag("HostCallMade")
+        n -= 1
+        try self.init(boundaryFields: &r, count: n)
+    }
+
+    /// The value from the `count` remaining pairs of its map.
+    init(boundaryFields r: inout BoundaryReader, count: Int) throws {
+        var _id: Int? = nil
+        var _connection: ConnId? = nil
+        var _call: HostCall? = nil
+        for _ in 0..<count {
+            let key = try r.readString()
+            switch key {
+            case "id": _id = try at("id") { try Int(boundary: &r) }
+            case "connection": _connection = try at("connection") { try ConnId(boundary: &r) }
+            case "call": _call = try at("call") { try HostCall(boundary: &r) }
+            default: throw BoundaryError.unknownField("HostCallMade", key)
+            }
+        }
+        guard let _id = _id else { throw BoundaryError.missing("HostCallMade", "id") }
+        guard let _connection = _connection else { throw BoundaryError.missing("HostCallMade", "connection") }
+        guard let _call = _call else { throw BoundaryError.missing("HostCallMade", "call") }
+        self.init(id: _id, connection: _connection, call: _call)
+    }
+
+    public func encode(boundary w: inout BoundaryWriter) {
+        w.writeMapHeader(4)
+        w.writeTag("HostCallMade")
+        w.writeString("id"); id.encode(boundary: &w)
+        w.writeString("connection"); connection.encode(boundary: &w)
+        w.writeString("call"); call.encode(boundary: &w)
+    }
+}
+
+/// `auth/login` (v1 `authenticate`) with one of the advertised `agent` methods: check the credentials it stands for; a success logs the connection in (R-AUTH-2).
+public struct Authenticate: Sendable, Hashable, Codable {
+    /// The method.
+    public let methodId: String
+
+    /// A value with these fields.
+    public init(methodId: String) {
+        self.methodId = methodId
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case methodId = "methodId"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            methodId: try c.decode(String.self, forKey: .methodId)
+        )
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(methodId, forKey: .methodId)
+    }
+}
+
+extension Authenticate: BoundaryCodable {
+    public init(boundary r: inout BoundaryReader) throws {
+        var n = try r.readMapHeader()
+        try r.expectTag("Authenticate")
+        n -= 1
+        try self.init(boundaryFields: &r, count: n)
+    }
+
+    /// The value from the `count` remaining pairs of its map.
+    init(boundaryFields r: inout BoundaryReader, count: Int) throws {
+        var _methodId: String? = nil
+        for _ in 0..<count {
+            let key = try r.readString()
+            switch key {
+            case "method_id": _methodId = try at("method_id") { try String(boundary: &r) }
+            default: throw BoundaryError.unknownField("Authenticate", key)
+            }
+        }
+        guard let _methodId = _methodId else { throw BoundaryError.missing("Authenticate", "method_id") }
+        self.init(methodId: _methodId)
+    }
+
+    public func encode(boundary w: inout BoundaryWriter) {
+        w.writeMapHeader(2)
+        w.writeTag("Authenticate")
+        w.writeString("method_id"); methodId.encode(boundary: &w)
+    }
+}
+
+/// A request of an extension the host serves: answer with its result (R-EXT-2).
+public struct ExtensionRequest: Sendable, Hashable, Codable {
+    /// The method.
+    public let method: String
+    /// Its params, as they came.
+    public let params: JSONValue?
+
+    /// A value with these fields.
+    public init(method: String, params: JSONValue? = nil) {
+        self.method = method
+        self.params = params
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case method = "method"
+        case params = "params"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            method: try c.decode(String.self, forKey: .method),
+            params: try c.decodeIfPresent(JSONValue.self, forKey: .params)
+        )
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(method, forKey: .method)
+        try c.encodeIfPresent(params, forKey: .params)
+    }
+}
+
+extension ExtensionRequest: BoundaryCodable {
+    public init(boundary r: inout BoundaryReader) throws {
+        var n = try r.readMapHeader()
+        try r.expectTag("ExtensionRequest")
+        n -= 1
+        try self.init(boundaryFields: &r, count: n)
+    }
+
+    /// The value from the `count` remaining pairs of its map.
+    init(boundaryFields r: inout BoundaryReader, count: Int) throws {
+        var _method: String? = nil
+        var _params: JSONValue? = nil
+        for _ in 0..<count {
+            let key = try r.readString()
+            switch key {
+            case "method": _method = try at("method") { try String(boundary: &r) }
+            case "params": _params = try at("params") { try Optional<JSONValue>(boundary: &r) }
+            default: throw BoundaryError.unknownField("ExtensionRequest", key)
+            }
+        }
+        guard let _method = _method else { throw BoundaryError.missing("ExtensionRequest", "method") }
+        self.init(method: _method, params: _params)
+    }
+
+    public func encode(boundary w: inout BoundaryWriter) {
+        var n = 2
+        if params != nil { n += 1 }
+        w.writeMapHeader(n)
+        w.writeTag("ExtensionRequest")
+        w.writeString("method"); method.encode(boundary: &w)
+        if let v = params { w.writeString("params"); v.encode(boundary: &w) }
+    }
+}
+
+/// A notification of an extension the host serves; no answer.
+public struct ExtensionNotification: Sendable, Hashable, Codable {
+    /// The method.
+    public let method: String
+    /// Its params, as they came.
+    public let params: JSONValue?
+
+    /// A value with these fields.
+    public init(method: String, params: JSONValue? = nil) {
+        self.method = method
+        self.params = params
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case method = "method"
+        case params = "params"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            method: try c.decode(String.self, forKey: .method),
+            params: try c.decodeIfPresent(JSONValue.self, forKey: .params)
+        )
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(method, forKey: .method)
+        try c.encodeIfPresent(params, forKey: .params)
+    }
+}
+
+extension ExtensionNotification: BoundaryCodable {
+    public init(boundary r: inout BoundaryReader) throws {
+        var n = try r.readMapHeader()
+        try r.expectTag("ExtensionNotification")
+        n -= 1
+        try self.init(boundaryFields: &r, count: n)
+    }
+
+    /// The value from the `count` remaining pairs of its map.
+    init(boundaryFields r: inout BoundaryReader, count: Int) throws {
+        var _method: String? = nil
+        var _params: JSONValue? = nil
+        for _ in 0..<count {
+            let key = try r.readString()
+            switch key {
+            case "method": _method = try at("method") { try String(boundary: &r) }
+            case "params": _params = try at("params") { try Optional<JSONValue>(boundary: &r) }
+            default: throw BoundaryError.unknownField("ExtensionNotification", key)
+            }
+        }
+        guard let _method = _method else { throw BoundaryError.missing("ExtensionNotification", "method") }
+        self.init(method: _method, params: _params)
+    }
+
+    public func encode(boundary w: inout BoundaryWriter) {
+        var n = 2
+        if params != nil { n += 1 }
+        w.writeMapHeader(n)
+        w.writeTag("ExtensionNotification")
+        w.writeString("method"); method.encode(boundary: &w)
+        if let v = params { w.writeString("params"); v.encode(boundary: &w) }
     }
 }
 
@@ -8980,6 +9325,8 @@ public enum Output: Sendable, Hashable, Codable {
     case line(Line)
     /// An instruction for the runtime of one session.
     case action(Action)
+    /// A request for the host itself, from a connection: answer it with `answer_call` and `id` (a notification wants no answer).
+    case call(HostCallMade)
 
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -8989,6 +9336,7 @@ public enum Output: Sendable, Hashable, Codable {
         switch key.stringValue {
         case "line": self = .line(try c.decode(Line.self, forKey: key))
         case "action": self = .action(try c.decode(Action.self, forKey: key))
+        case "call": self = .call(try c.decode(HostCallMade.self, forKey: key))
         default: throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not a case of Output")
         }
     }
@@ -8998,6 +9346,7 @@ public enum Output: Sendable, Hashable, Codable {
         switch self {
         case let .line(v): try c.encode(v, forKey: AnyCodingKey("line"))
         case let .action(v): try c.encode(v, forKey: AnyCodingKey("action"))
+        case let .call(v): try c.encode(v, forKey: AnyCodingKey("call"))
         }
     }
 }
@@ -9015,6 +9364,7 @@ extension Output: BoundaryCodable {
         switch tag {
         case "Line": return .line(try Line(boundaryFields: &r, count: count))
         case "Action": return .action(try Action(boundaryFields: &r, count: count))
+        case "HostCallMade": return .call(try HostCallMade(boundaryFields: &r, count: count))
         default:
             return nil
         }
@@ -9024,6 +9374,67 @@ extension Output: BoundaryCodable {
         switch self {
         case let .line(v): v.encode(boundary: &w)
         case let .action(v): v.encode(boundary: &w)
+        case let .call(v): v.encode(boundary: &w)
+        }
+    }
+}
+
+/// What a connection asks of the host itself rather than of a session's runtime.
+public enum HostCall: Sendable, Hashable, Codable {
+    /// `auth/login` (v1 `authenticate`) with one of the advertised `agent` methods: check the credentials it stands for; a success logs the connection in (R-AUTH-2).
+    case authenticate(Authenticate)
+    /// A request of an extension the host serves: answer with its result (R-EXT-2).
+    case `extension`(ExtensionRequest)
+    /// A notification of an extension the host serves; no answer.
+    case extensionNotification(ExtensionNotification)
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
+        guard c.allKeys.count == 1, let key = c.allKeys.first else {
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "HostCall: an object with one member, its case"))
+        }
+        switch key.stringValue {
+        case "authenticate": self = .authenticate(try c.decode(Authenticate.self, forKey: key))
+        case "extension": self = .extension(try c.decode(ExtensionRequest.self, forKey: key))
+        case "extensionNotification": self = .extensionNotification(try c.decode(ExtensionNotification.self, forKey: key))
+        default: throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not a case of HostCall")
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: AnyCodingKey.self)
+        switch self {
+        case let .authenticate(v): try c.encode(v, forKey: AnyCodingKey("authenticate"))
+        case let .extension(v): try c.encode(v, forKey: AnyCodingKey("extension"))
+        case let .extensionNotification(v): try c.encode(v, forKey: AnyCodingKey("extensionNotification"))
+        }
+    }
+}
+
+extension HostCall: BoundaryCodable {
+    public init(boundary r: inout BoundaryReader) throws {
+        let n = try r.readMapHeader()
+        let tag = try r.readTag()
+        guard let value = try HostCall.boundaryTagged(tag, &r, count: n - 1) else { throw BoundaryError.unknownClass("HostCall", tag) }
+        self = value
+    }
+
+    /// The value of class `tag` when it is one of this union's (`count` pairs of its map left).
+    static func boundaryTagged(_ tag: String, _ r: inout BoundaryReader, count: Int) throws -> HostCall? {
+        switch tag {
+        case "Authenticate": return .authenticate(try Authenticate(boundaryFields: &r, count: count))
+        case "ExtensionRequest": return .extension(try ExtensionRequest(boundaryFields: &r, count: count))
+        case "ExtensionNotification": return .extensionNotification(try ExtensionNotification(boundaryFields: &r, count: count))
+        default:
+            return nil
+        }
+    }
+
+    public func encode(boundary w: inout BoundaryWriter) {
+        switch self {
+        case let .authenticate(v): v.encode(boundary: &w)
+        case let .extension(v): v.encode(boundary: &w)
+        case let .extensionNotification(v): v.encode(boundary: &w)
         }
     }
 }

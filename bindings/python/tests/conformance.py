@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from acp_inject import AcpError, AgentCore, AgentConfig, ClientCore, ConnectionRole, Output, SteerFallback
-from acp_inject.values import CallRejected, ContentBlock, InitializeResponse, InjectMode, RuntimeEvent, decode, encode
+from acp_inject.values import CallRejected, ContentBlock, InitializeResponse, InjectMode, RuntimeEvent, TurnFailure, decode, encode
 
 try:
     from acp_inject.acp_inject_ffi import acp_inject_ffi_conformance as _component
@@ -86,6 +86,15 @@ def _drive_agent(run: VectorRun) -> None:
             outputs = []
         elif isinstance(step, Instruction.EXPECT_HISTORY):
             run.check_history(encode(core.history(step.session)))
+        elif isinstance(step, Instruction.ANSWER_CALL):
+            try:
+                if step.error:
+                    outputs += core.refuse_call(step.id, decode(TurnFailure, step.error))
+                else:
+                    outputs += core.answer_call(step.id, decode(Any, step.result))
+                run.record_runtime_result(encode(None))
+            except AcpError.Host as e:
+                run.record_runtime_result(encode(e.error))
         else:
             raise AcpError.Mismatch(detail=f"an agent-side vector has a client-side step: {step}")
     run.check_outputs(encode(outputs), _attached(core))

@@ -231,7 +231,8 @@ function vectorProblem(message: Json, check: (message: Json, tolerated: Tolerate
 /** The code a refusal of `message` carries in the step's expectations, if any. */
 function refusalCode(expect: Json, id: Json): number | undefined {
   if (!Array.isArray(expect)) return undefined;
-  for (const out of expect) {
+  // The responses to a batch come as one array among the expected lines (R-WIRE-5).
+  for (const out of expect.flatMap((e) => (Array.isArray(e) ? e : [e]))) {
     if (isObject(out) && isDeepStrictEqual(out["id"], id) && isObject(out["error"]) && typeof out["error"]["code"] === "number") {
       return out["error"]["code"];
     }
@@ -273,7 +274,13 @@ function checkVectors(): Tally {
       const from = typeof step["from"] === "string" ? step["from"] : "c1";
       for (const key of ["client", "receive", "sends"]) {
         if (!(key in step)) continue;
-        const message = unescapeLiterals(step[key]);
+        const line = unescapeLiterals(step[key]);
+        // A batch (R-WIRE-5) is served entry by entry: each message object is checked as a
+        // line of its own; an entry that is no message object is refused by the agent (-32600,
+        // id null) and is nothing these validators describe.
+        const batch = Array.isArray(line);
+        const entries = batch ? line.map((m, i) => [m, `[${i}]`] as const).filter(([m]) => isObject(m)) : [[line, ""] as const];
+        for (const [message, entry] of entries) {
         if (key === "client" && isObject(message)) {
           if ("id" in message) askedBy.set(JSON.stringify(message["id"]), from);
           if (message["method"] === "initialize") {
@@ -283,8 +290,7 @@ function checkVectors(): Tally {
           }
           if (v1.has(from)) continue;
         }
-        // A batch (which ACP does not use) is answered once, with id null (R-WIRE-5).
-        const id = Array.isArray(message) ? null : isObject(message) ? message["id"] : undefined;
+        const id = isObject(message) ? message["id"] : undefined;
         const code = key === "client" && id !== undefined && isObject(nextExpect) ? refusalCode(nextExpect["expect"], id) : undefined;
         // -32022: the agent reads the version before the shape (R-INIT-1), so the message may be
         // another version's, which this version's validators do not describe.
@@ -292,7 +298,8 @@ function checkVectors(): Tally {
         // `schemaValid`: the agent refuses a well-formed request for what it says (a relative
         // path, an unknown cursor…), which no schema can see (spec/vectors/README.md).
         const refuse = key === "client" && step["schemaValid"] !== true && mustRefuse(message, code);
-        outgoing.push({ message, where: `step ${index} (${key})`, refuse });
+        outgoing.push({ message, where: `step ${index} (${key}${entry})`, refuse });
+        }
       }
       if (Array.isArray(step["expectSent"])) {
         step["expectSent"].forEach((out, i) => {
@@ -300,7 +307,12 @@ function checkVectors(): Tally {
         });
       }
       if (Array.isArray(step["expect"])) {
+        const lines: [Json, string][] = [];
         step["expect"].forEach((out, i) => {
+          if (Array.isArray(out)) out.forEach((o, j) => lines.push([o, `${i}][${j}`]));
+          else lines.push([out, `${i}`]);
+        });
+        lines.forEach(([out, i]) => {
           if (!isObject(out) || !("jsonrpc" in out)) return; // runtime actions
           const { to: routing, ...message } = out;
           const to = typeof routing === "string" ? routing : Array.isArray(routing) ? routing[0] : "method" in out ? undefined : askedBy.get(JSON.stringify(out["id"]));

@@ -8,6 +8,28 @@ fn ids(inputs: &[UserInput]) -> Vec<&str> {
     inputs.iter().map(|m| m.message_id.0.as_str()).collect()
 }
 
+/// A host call as a vector's `expect` writes it: `{"hostCall": "authenticate", "callId",
+/// "from", "methodId"}`, `{"hostCall": "extension", "callId", "from", "method", "params"}`,
+/// `{"hostCall": "extension_notification", …}`.
+pub fn host_call(id: u64, connection: &acp_inject_core::agent::ConnId, call: &acp_inject_core::agent::HostCall) -> Value {
+    use acp_inject_core::agent::HostCall;
+    let mut v = match call {
+        HostCall::Authenticate { method_id } => json!({ "hostCall": "authenticate", "methodId": method_id }),
+        HostCall::Extension { method, params } => json!({ "hostCall": "extension", "method": method, "params": params }),
+        HostCall::ExtensionNotification { method, params } => {
+            json!({ "hostCall": "extension_notification", "method": method, "params": params })
+        }
+    };
+    if let Some(o) = v.as_object_mut() {
+        o.insert("callId".into(), json!(id));
+        o.insert("from".into(), json!(connection.as_str()));
+        if o.get("params").is_some_and(Value::is_null) {
+            o.remove("params");
+        }
+    }
+    v
+}
+
 /// A runtime action as vectors write it.
 pub fn action(action: &RuntimeAction) -> Value {
     match action {

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use acp_inject_core::agent::{
-    AgentConfig, BreakPoint, ClearStyle, ConnId, ConnectionRole, HistoryEntry, Output, Policy, QueueDrain, RevokeReplace,
+    AgentConfig, AuthSupport, BreakPoint, ClearStyle, ConnId, ConnectionRole, HistoryEntry, Output, Policy, QueueDrain, RevokeReplace,
     RuntimeEvent, SetupSupport,
 };
 use acp_inject_core::client::{Answer, CallRejected, Event, ItemStatus, MirrorSnapshot, ProtocolError, SteerFallback};
@@ -167,6 +167,15 @@ pub enum Instruction {
     ExpectHistory {
         /// The session.
         session: String,
+    },
+    /// Agent side: answer the host call `id` (`Agent::answer_call`) with this result or
+    /// error; report with [`VectorRun::record_runtime_result`] (`unknown_request` when the call
+    /// is not open).
+    AnswerCall {
+        /// The call's id.
+        id: u64,
+        /// The result, or the JSON-RPC error.
+        outcome: Result<Value, acp_inject_core::wire::ErrorObject>,
     },
     /// Client side: make this call, then report the result and the lines it sent with
     /// [`VectorRun::check_call`].
@@ -327,6 +336,17 @@ impl VectorRun {
                 self.expected = Some(expect.clone());
                 return Ok(Some(Instruction::Expect));
             }
+            if let Some(answer) = step.get("answerCall") {
+                let answer = self.captures.substitute(answer).map_err(fail)?;
+                let id = answer.get("callId").and_then(Value::as_u64).ok_or_else(|| fail("answerCall without a whole-number `callId`".into()))?;
+                let outcome = match (answer.get("result"), answer.get("error")) {
+                    (Some(r), None) => Ok(r.clone()),
+                    (None, Some(e)) => Err(serde_json::from_value(e.clone()).map_err(|e| fail(format!("answerCall.error: {e}")))?),
+                    _ => return Err(fail("answerCall needs exactly one of `result` and `error`".into())),
+                };
+                self.expected = Some(step.get("hostError").cloned().unwrap_or(Value::Null));
+                return Ok(Some(Instruction::AnswerCall { id, outcome }));
+            }
             if let Some(history) = step.get("expectHistory") {
                 self.expected = Some(history.clone());
                 return Ok(Some(Instruction::ExpectHistory { session: self.default_session.clone() }));
@@ -412,13 +432,16 @@ impl VectorRun {
     }
 
     fn expect(&mut self, expected: &[Value], outputs: &[Output], attached: &BTreeMap<String, Vec<ConnId>>) -> Result<(), String> {
-        let (exp_actions, exp_msgs): (Vec<&Value>, Vec<&Value>) = expected.iter().partition(|v| v.get("action").is_some());
+        // Host calls are compared with the actions: both are the core's requests to its host.
+        let (exp_actions, exp_msgs): (Vec<&Value>, Vec<&Value>) =
+            expected.iter().partition(|v| v.get("action").is_some() || v.get("hostCall").is_some());
         let mut act_msgs = Vec::new();
         let mut act_actions = Vec::new();
         for o in outputs {
             match o {
                 Output::Line { to, line } => act_msgs.push((to, serde_json::from_str::<Value>(line).map_err(|e| e.to_string())?)),
                 Output::Action { action, .. } => act_actions.push(encode::action(action)),
+                Output::Call { id, connection, call } => act_actions.push(encode::host_call(*id, connection, call)),
             }
         }
         if exp_msgs.len() != act_msgs.len() {
@@ -617,7 +640,15 @@ pub fn agent_setup(vector: &Value) -> Result<AgentSetup, Mismatch> {
         Some(s) => serde_json::from_value::<SetupSupport>(s.clone()).map_err(|e| err(format!("setup: {e}")))?,
         None => SetupSupport::default(),
     };
-    let config = AgentConfig { inject, policy, info: Default::default(), setup };
+    let auth = match vector.get("auth") {
+        Some(a) => serde_json::from_value::<AuthSupport>(a.clone()).map_err(|e| err(format!("auth: {e}")))?,
+        None => AuthSupport::default(),
+    };
+    let extensions = match vector.get("extensions") {
+        Some(x) => serde_json::from_value::<Vec<String>>(x.clone()).map_err(|e| err(format!("extensions: {e}")))?,
+        None => Vec::new(),
+    };
+    let config = AgentConfig { inject, policy, info: Default::default(), setup, auth, extensions };
     config.check().map_err(|e| err(format!("the vector's configuration is refused: {e}")))?;
     let mut connections = vec![SetupConnection { id: "c1".into(), role: ConnectionRole::Controller }];
     for o in vector.get("observers").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {

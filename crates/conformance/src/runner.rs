@@ -146,6 +146,10 @@ fn drive_agent(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
                 let history = agent.history(&SessionId(session)).map_err(|e| Mismatch(e.to_string()))?;
                 run.check_history(&history)?;
             }
+            Instruction::AnswerCall { id, outcome } => {
+                let result = agent.answer_call(id, outcome);
+                run.record_runtime_result(result.err().as_ref().map(|e| e.kind()))?;
+            }
             other => return Err(Mismatch(format!("an agent-side vector has a client-side step: {other:?}"))),
         }
     }

@@ -59,7 +59,7 @@ fn lines(outputs: &[Output]) -> Vec<(Vec<String>, Value)> {
         .iter()
         .filter_map(|o| match o {
             Output::Line { to, line } => Some((to.iter().map(ToString::to_string).collect(), serde_json::from_str(line).unwrap())),
-            Output::Action { .. } => None,
+            Output::Action { .. } | Output::Call { .. } => None,
         })
         .collect()
 }

@@ -101,6 +101,10 @@ pub enum Instruction {
     ExpectState { session: String },
     ExpectSent,
     ExpectItem { session: String, message_id: String },
+    /// Answer the host call `id` (`AgentCore.answer_call` with `result`, encoded JSON, or
+    /// `AgentCore.refuse_call` with `error`, an encoded `TurnFailure`: exactly one is not
+    /// empty); report with `record_runtime_result`.
+    AnswerCall { id: u64, result: Vec<u8>, error: Vec<u8> },
 }
 
 impl From<Call> for ClientCall {
@@ -130,6 +134,13 @@ impl From<Step> for Instruction {
             Step::ExpectState { session } => Instruction::ExpectState { session },
             Step::ExpectSent => Instruction::ExpectSent,
             Step::ExpectItem { session, message_id } => Instruction::ExpectItem { session, message_id },
+            Step::AnswerCall { id, outcome } => match outcome {
+                Ok(result) => Instruction::AnswerCall { id, result: out(&result), error: Vec::new() },
+                Err(e) => {
+                    let failure = acp_inject_core::wire::TurnFailure::new(i32::try_from(e.code).unwrap_or(i32::MIN), e.message).data(e.data);
+                    Instruction::AnswerCall { id, result: Vec::new(), error: out(&failure) }
+                }
+            },
         }
     }
 }

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 
 use acp_inject_core::agent::{Agent, AgentConfig, ConnId, ConnectionRole, MemoryStore, Output, PermissionAsk, RuntimeEvent};
-use acp_inject_core::wire::{RequestId, SessionId};
+use acp_inject_core::wire::{ErrorObject, RequestId, SessionId, TurnFailure};
 
 use crate::{arg, guard, lock, out, AcpError, FfiError};
 
@@ -207,6 +207,26 @@ impl AgentCore {
     pub fn runtime_event(&self, session_id: String, event: Vec<u8>) -> Result<Vec<u8>, FfiError> {
         self.call(|agent| {
             agent.runtime_event(&SessionId(session_id), arg::<RuntimeEvent>(&event, "event")?)?;
+            AgentCore::drained(agent)
+        })
+    }
+
+    /// Answers the host call `id` (an `Output.Call`) with `result` (encoded JSON; for an
+    /// `Authenticate` call any value: the connection is logged in); returns the outputs.
+    /// `AcpError.Host` (`UnknownRequest`) when the call is not open.
+    pub fn answer_call(&self, id: u64, result: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        self.call(|agent| {
+            agent.answer_call(id, Ok(arg::<serde_json::Value>(&result, "result")?))?;
+            AgentCore::drained(agent)
+        })
+    }
+
+    /// Refuses the host call `id` with `error` (a `TurnFailure`: the JSON-RPC error the client
+    /// gets, -32000 for credentials that do not check out, say); returns the outputs.
+    pub fn refuse_call(&self, id: u64, error: Vec<u8>) -> Result<Vec<u8>, FfiError> {
+        self.call(|agent| {
+            let e = arg::<TurnFailure>(&error, "error")?;
+            agent.answer_call(id, Err(ErrorObject { code: i64::from(e.code), message: e.message, data: e.data }))?;
             AgentCore::drained(agent)
         })
     }

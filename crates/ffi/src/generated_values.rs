@@ -1168,8 +1168,10 @@ pub(crate) fn enc_AgentConfig(
     policy: &acp_inject_core::agent::Policy,
     info: &acp_inject_core::agent::AgentInfo,
     setup: &acp_inject_core::agent::SetupSupport,
+    auth: &acp_inject_core::agent::AuthSupport,
+    extensions: &::std::vec::Vec<::std::string::String>,
 ) {
-    w.map(3 + u32::from(inject.is_some()));
+    w.map(5 + u32::from(inject.is_some()));
     if let Some(v) = inject {
         w.key("inject");
         v.encode(w);
@@ -1180,6 +1182,10 @@ pub(crate) fn enc_AgentConfig(
     info.encode(w);
     w.key("setup");
     setup.encode(w);
+    w.key("auth");
+    auth.encode(w);
+    w.key("extensions");
+    extensions.encode(w);
 }
 #[allow(non_snake_case, unused_mut)]
 pub(crate) fn dec_AgentConfig(
@@ -1191,6 +1197,8 @@ pub(crate) fn dec_AgentConfig(
         acp_inject_core::agent::Policy,
         acp_inject_core::agent::AgentInfo,
         acp_inject_core::agent::SetupSupport,
+        acp_inject_core::agent::AuthSupport,
+        ::std::vec::Vec<::std::string::String>,
     ),
     DecodeError,
 > {
@@ -1198,6 +1206,8 @@ pub(crate) fn dec_AgentConfig(
     let mut policy: ::std::option::Option<acp_inject_core::agent::Policy> = None;
     let mut info: ::std::option::Option<acp_inject_core::agent::AgentInfo> = None;
     let mut setup: ::std::option::Option<acp_inject_core::agent::SetupSupport> = None;
+    let mut auth: ::std::option::Option<acp_inject_core::agent::AuthSupport> = None;
+    let mut extensions: ::std::option::Option<::std::vec::Vec<::std::string::String>> = None;
     for _ in 0..n {
         let key = r.key()?;
         match key {
@@ -1205,6 +1215,10 @@ pub(crate) fn dec_AgentConfig(
             "policy" => policy = Some(Decode::decode(r).map_err(|e| e.at("policy"))?),
             "info" => info = Some(Decode::decode(r).map_err(|e| e.at("info"))?),
             "setup" => setup = Some(Decode::decode(r).map_err(|e| e.at("setup"))?),
+            "auth" => auth = Some(Decode::decode(r).map_err(|e| e.at("auth"))?),
+            "extensions" => {
+                extensions = Some(Decode::decode(r).map_err(|e| e.at("extensions"))?);
+            }
             other => return Err(DecodeError::unknown_field("AgentConfig", other)),
         }
     }
@@ -1218,6 +1232,56 @@ pub(crate) fn dec_AgentConfig(
         match setup {
             Some(v) => v,
             None => Decode::decode(&mut Reader::new(&[0x80]))?,
+        },
+        match auth {
+            Some(v) => v,
+            None => Decode::decode(&mut Reader::new(&[0x80]))?,
+        },
+        match extensions {
+            Some(v) => v,
+            None => ::std::vec::Vec::new(),
+        },
+    ))
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_AuthSupport(
+    w: &mut Writer,
+    methods: &::std::vec::Vec<acp_inject_core::wire::AuthMethod>,
+    required: &bool,
+) {
+    w.map(2);
+    w.key("methods");
+    methods.encode(w);
+    w.key("required");
+    required.encode(w);
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_AuthSupport(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<(::std::vec::Vec<acp_inject_core::wire::AuthMethod>, bool), DecodeError> {
+    let mut methods: ::std::option::Option<
+        ::std::vec::Vec<acp_inject_core::wire::AuthMethod>,
+    > = None;
+    let mut required: ::std::option::Option<bool> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "methods" => methods = Some(Decode::decode(r).map_err(|e| e.at("methods"))?),
+            "required" => {
+                required = Some(Decode::decode(r).map_err(|e| e.at("required"))?);
+            }
+            other => return Err(DecodeError::unknown_field("AuthSupport", other)),
+        }
+    }
+    Ok((
+        match methods {
+            Some(v) => v,
+            None => ::std::vec::Vec::new(),
+        },
+        match required {
+            Some(v) => v,
+            None => false,
         },
     ))
 }
@@ -1614,6 +1678,152 @@ pub(crate) fn dec_Action(
     Ok((
         session.ok_or_else(|| DecodeError::missing("Action", "session"))?,
         action.ok_or_else(|| DecodeError::missing("Action", "action"))?,
+    ))
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_HostCallMade(
+    w: &mut Writer,
+    id: &u64,
+    connection: &acp_inject_core::agent::ConnId,
+    call: &acp_inject_core::agent::HostCall,
+) {
+    w.map(4);
+    w.tag("HostCallMade");
+    w.key("id");
+    id.encode(w);
+    w.key("connection");
+    connection.encode(w);
+    w.key("call");
+    call.encode(w);
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_HostCallMade(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<
+    (u64, acp_inject_core::agent::ConnId, acp_inject_core::agent::HostCall),
+    DecodeError,
+> {
+    let mut id: ::std::option::Option<u64> = None;
+    let mut connection: ::std::option::Option<acp_inject_core::agent::ConnId> = None;
+    let mut call: ::std::option::Option<acp_inject_core::agent::HostCall> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "id" => id = Some(Decode::decode(r).map_err(|e| e.at("id"))?),
+            "connection" => {
+                connection = Some(Decode::decode(r).map_err(|e| e.at("connection"))?);
+            }
+            "call" => call = Some(Decode::decode(r).map_err(|e| e.at("call"))?),
+            other => return Err(DecodeError::unknown_field("HostCallMade", other)),
+        }
+    }
+    Ok((
+        id.ok_or_else(|| DecodeError::missing("HostCallMade", "id"))?,
+        connection.ok_or_else(|| DecodeError::missing("HostCallMade", "connection"))?,
+        call.ok_or_else(|| DecodeError::missing("HostCallMade", "call"))?,
+    ))
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_Authenticate(w: &mut Writer, method_id: &::std::string::String) {
+    w.map(2);
+    w.tag("Authenticate");
+    w.key("method_id");
+    method_id.encode(w);
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_Authenticate(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<(::std::string::String,), DecodeError> {
+    let mut method_id: ::std::option::Option<::std::string::String> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "method_id" => {
+                method_id = Some(Decode::decode(r).map_err(|e| e.at("method_id"))?);
+            }
+            other => return Err(DecodeError::unknown_field("Authenticate", other)),
+        }
+    }
+    Ok((method_id.ok_or_else(|| DecodeError::missing("Authenticate", "method_id"))?,))
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_ExtensionRequest(
+    w: &mut Writer,
+    method: &::std::string::String,
+    params: &::std::option::Option<::serde_json::Value>,
+) {
+    w.map(2 + u32::from(params.is_some()));
+    w.tag("ExtensionRequest");
+    w.key("method");
+    method.encode(w);
+    if let Some(v) = params {
+        w.key("params");
+        v.encode(w);
+    }
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_ExtensionRequest(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<
+    (::std::string::String, ::std::option::Option<::serde_json::Value>),
+    DecodeError,
+> {
+    let mut method: ::std::option::Option<::std::string::String> = None;
+    let mut params: ::std::option::Option<::serde_json::Value> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "method" => method = Some(Decode::decode(r).map_err(|e| e.at("method"))?),
+            "params" => params = Decode::decode(r).map_err(|e| e.at("params"))?,
+            other => return Err(DecodeError::unknown_field("ExtensionRequest", other)),
+        }
+    }
+    Ok((
+        method.ok_or_else(|| DecodeError::missing("ExtensionRequest", "method"))?,
+        params,
+    ))
+}
+#[allow(non_snake_case)]
+pub(crate) fn enc_ExtensionNotification(
+    w: &mut Writer,
+    method: &::std::string::String,
+    params: &::std::option::Option<::serde_json::Value>,
+) {
+    w.map(2 + u32::from(params.is_some()));
+    w.tag("ExtensionNotification");
+    w.key("method");
+    method.encode(w);
+    if let Some(v) = params {
+        w.key("params");
+        v.encode(w);
+    }
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_ExtensionNotification(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<
+    (::std::string::String, ::std::option::Option<::serde_json::Value>),
+    DecodeError,
+> {
+    let mut method: ::std::option::Option<::std::string::String> = None;
+    let mut params: ::std::option::Option<::serde_json::Value> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "method" => method = Some(Decode::decode(r).map_err(|e| e.at("method"))?),
+            "params" => params = Decode::decode(r).map_err(|e| e.at("params"))?,
+            other => {
+                return Err(DecodeError::unknown_field("ExtensionNotification", other));
+            }
+        }
+    }
+    Ok((
+        method.ok_or_else(|| DecodeError::missing("ExtensionNotification", "method"))?,
+        params,
     ))
 }
 #[allow(non_snake_case)]
@@ -7256,14 +7466,22 @@ fn build_SetupSupport(
 }
 impl Encode for acp_inject_core::agent::AgentConfig {
     fn encode(&self, w: &mut Writer) {
-        enc_AgentConfig(w, &self.inject, &self.policy, &self.info, &self.setup);
+        enc_AgentConfig(
+            w,
+            &self.inject,
+            &self.policy,
+            &self.info,
+            &self.setup,
+            &self.auth,
+            &self.extensions,
+        );
     }
 }
 impl Decode for acp_inject_core::agent::AgentConfig {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let n = r.map_len()?;
-        let (inject, policy, info, setup) = dec_AgentConfig(r, n)?;
-        Ok(build_AgentConfig(inject, policy, info, setup))
+        let (inject, policy, info, setup, auth, extensions) = dec_AgentConfig(r, n)?;
+        Ok(build_AgentConfig(inject, policy, info, setup, auth, extensions))
     }
 }
 #[allow(non_snake_case, clippy::too_many_arguments)]
@@ -7272,12 +7490,38 @@ fn build_AgentConfig(
     policy: acp_inject_core::agent::Policy,
     info: acp_inject_core::agent::AgentInfo,
     setup: acp_inject_core::agent::SetupSupport,
+    auth: acp_inject_core::agent::AuthSupport,
+    extensions: ::std::vec::Vec<::std::string::String>,
 ) -> acp_inject_core::agent::AgentConfig {
     acp_inject_core::agent::AgentConfig {
         inject: inject,
         policy: policy,
         info: info,
         setup: setup,
+        auth: auth,
+        extensions: extensions,
+    }
+}
+impl Encode for acp_inject_core::agent::AuthSupport {
+    fn encode(&self, w: &mut Writer) {
+        enc_AuthSupport(w, &self.methods, &self.required);
+    }
+}
+impl Decode for acp_inject_core::agent::AuthSupport {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let n = r.map_len()?;
+        let (methods, required) = dec_AuthSupport(r, n)?;
+        Ok(build_AuthSupport(methods, required))
+    }
+}
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn build_AuthSupport(
+    methods: ::std::vec::Vec<acp_inject_core::wire::AuthMethod>,
+    required: bool,
+) -> acp_inject_core::agent::AuthSupport {
+    acp_inject_core::agent::AuthSupport {
+        methods: methods,
+        required: required,
     }
 }
 impl Encode for acp_inject_core::agent::ConnectionRole {
@@ -7467,6 +7711,9 @@ impl Encode for acp_inject_core::agent::Output {
             acp_inject_core::agent::Output::Action { session, action } => {
                 enc_Action(w, session, action)
             }
+            acp_inject_core::agent::Output::Call { id, connection, call } => {
+                enc_HostCallMade(w, id, connection, call)
+            }
         }
     }
 }
@@ -7500,6 +7747,75 @@ pub(crate) fn tagged_Output(
                     acp_inject_core::agent::Output::Action {
                         session,
                         action,
+                    }
+                }
+                "HostCallMade" => {
+                    let (id, connection, call) = dec_HostCallMade(r, n)?;
+                    acp_inject_core::agent::Output::Call {
+                        id,
+                        connection,
+                        call,
+                    }
+                }
+                _ => {
+                    return Ok(None);
+                }
+            },
+        ),
+    )
+}
+impl Encode for acp_inject_core::agent::HostCall {
+    fn encode(&self, w: &mut Writer) {
+        match self {
+            acp_inject_core::agent::HostCall::Authenticate { method_id } => {
+                enc_Authenticate(w, method_id)
+            }
+            acp_inject_core::agent::HostCall::Extension { method, params } => {
+                enc_ExtensionRequest(w, method, params)
+            }
+            acp_inject_core::agent::HostCall::ExtensionNotification {
+                method,
+                params,
+            } => enc_ExtensionNotification(w, method, params),
+        }
+    }
+}
+impl Decode for acp_inject_core::agent::HostCall {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let n = r.map_len()?;
+        let tag = r.tag()?;
+        tagged_HostCall(tag, r, n - 1)?
+            .ok_or_else(|| DecodeError::unknown_class("HostCall", tag))
+    }
+}
+/// The value of class `tag` when it is one of this union's (`n` pairs of its map left).
+#[allow(non_snake_case)]
+pub(crate) fn tagged_HostCall(
+    tag: &str,
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<Option<acp_inject_core::agent::HostCall>, DecodeError> {
+    Ok(
+        Some(
+            match tag {
+                "Authenticate" => {
+                    let (method_id,) = dec_Authenticate(r, n)?;
+                    acp_inject_core::agent::HostCall::Authenticate {
+                        method_id,
+                    }
+                }
+                "ExtensionRequest" => {
+                    let (method, params) = dec_ExtensionRequest(r, n)?;
+                    acp_inject_core::agent::HostCall::Extension {
+                        method,
+                        params,
+                    }
+                }
+                "ExtensionNotification" => {
+                    let (method, params) = dec_ExtensionNotification(r, n)?;
+                    acp_inject_core::agent::HostCall::ExtensionNotification {
+                        method,
+                        params,
                     }
                 }
                 _ => {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use acp_inject_core::agent::{AgentConfig, BreakPoint, HostError, PendingInject, PermissionAsk, SessionSetup, UserInput};
-use acp_inject_core::wire::{MessageId, PermissionOption, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate};
+use acp_inject_core::wire::{ErrorObject, MessageId, PermissionOption, SessionId, SessionUpdate, ToolCallId, ToolCallUpdate};
 use acp_inject_transport::{ServeOptions, TurnEnd};
 
 use crate::{arg, guard, on_runtime, out, AcpError, FfiError};
@@ -23,6 +23,31 @@ pub trait AgentRuntime: Send + Sync {
     async fn session_resumed(&self, session_id: String, setup: Vec<u8>) -> Result<(), FfiError>;
     /// The session was closed; `dropped` (a list of `PendingInject`) were pending, never delivered.
     async fn session_closed(&self, session_id: String, dropped: Vec<u8>) -> Result<(), FfiError>;
+    /// A client logs in with `method_id`, one of the configured `agent` methods: check the
+    /// credentials it stands for. An `AcpError.Protocol` (or `AuthRequired`) error is the
+    /// client's error, its code and message as given; any other error is -32603.
+    async fn authenticate(&self, method_id: String) -> Result<(), FfiError>;
+    /// A request of an extension the agent serves, `params` encoded (optional JSON); its
+    /// result, encoded JSON. Errors as for `authenticate`.
+    async fn extension(&self, method: String, params: Vec<u8>) -> Result<Vec<u8>, FfiError>;
+    /// A notification of an extension the agent serves, `params` encoded (optional JSON).
+    async fn extension_notification(&self, method: String, params: Vec<u8>) -> Result<(), FfiError>;
+}
+
+/// What a foreign runtime's error tells the client: the agent's own JSON-RPC error when it
+/// raised one (`AcpError.Protocol` or `AuthRequired`), else a generic internal error (what the
+/// author's code raised stays in this process's log).
+fn client_error(what: &str, e: FfiError) -> ErrorObject {
+    match AcpError::from(e) {
+        AcpError::Protocol { error } | AcpError::AuthRequired { error } => {
+            let data = error.detail.map(|d| serde_json::json!({ "detail": d }));
+            ErrorObject { code: error.code, message: error.message, data }
+        }
+        other => {
+            eprintln!("acp-inject: {what} failed: {other}");
+            ErrorObject::with_detail(acp_inject_core::wire::errors::INTERNAL_ERROR, &format!("the agent's {what} code failed"))
+        }
+    }
 }
 
 /// Adapts a foreign runtime to the transport's trait.
@@ -63,6 +88,21 @@ impl acp_inject_transport::AgentRuntime for Foreign {
     async fn session_closed(&self, session: &SessionId, dropped: Vec<PendingInject>) {
         if let Err(e) = self.0.session_closed(session.to_string(), out(&dropped)).await {
             eprintln!("acp-inject: session_closed({session}) failed: {}", AcpError::from(e));
+        }
+    }
+
+    async fn authenticate(&self, method_id: &str) -> Result<(), ErrorObject> {
+        self.0.authenticate(method_id.to_owned()).await.map_err(|e| client_error("authenticate", e))
+    }
+
+    async fn extension(&self, method: &str, params: Option<serde_json::Value>) -> Result<serde_json::Value, ErrorObject> {
+        let result = self.0.extension(method.to_owned(), out(&params)).await.map_err(|e| client_error(method, e))?;
+        arg::<serde_json::Value>(&result, "the extension's result").map_err(|e| client_error(method, e.into()))
+    }
+
+    async fn extension_notification(&self, method: &str, params: Option<serde_json::Value>) {
+        if let Err(e) = self.0.extension_notification(method.to_owned(), out(&params)).await {
+            eprintln!("acp-inject: {method} failed: {}", AcpError::from(e));
         }
     }
 }

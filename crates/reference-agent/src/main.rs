@@ -233,6 +233,8 @@ fn config(opts: &Options) -> AgentConfig {
         policy: Policy { queue_drain, steer_in_stream: in_stream, ..Policy::default() },
         info: AgentInfo { name: "acp-inject-reference-agent".into(), version: env!("CARGO_PKG_VERSION").into() },
         setup: SetupSupport { mcp_stdio: true, mcp_http: true, additional_directories: true },
+        auth: Default::default(),
+        extensions: Vec::new(),
     }
 }
 

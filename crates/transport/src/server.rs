@@ -18,11 +18,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_inject_core::agent::{
-    cancelled_outcome, Agent, AgentConfig, BreakPoint, ConnId, ConnectionRole, HostError, OpenError, Output, PendingInject,
+    cancelled_outcome, Agent, AgentConfig, BreakPoint, ConnId, ConnectionRole, HostCall, HostError, OpenError, Output, PendingInject,
     PermissionAsk, RuntimeAction, RuntimeEvent, SessionRecord, SessionSetup, Store, StoreError, UserInput,
 };
 use acp_inject_core::wire::{
-    AgentMessageChunk, ContentBlock, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionId, SessionUpdate,
+    AgentMessageChunk, ContentBlock, ErrorObject, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionId, SessionUpdate,
     StopReason, TextContent, TurnFailure, Usage,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -75,6 +75,27 @@ pub trait AgentRuntime: Send + Sync + 'static {
     /// The session was closed: stop any work for it. `dropped` are the injects that were
     /// pending (never delivered), for the host to persist, report or resend.
     async fn session_closed(&self, _session: &SessionId, _dropped: Vec<PendingInject>) {}
+
+    /// A client logs in (`auth/login`, v1 `authenticate`) with `method_id`, one of the
+    /// configured `agent` methods (`AgentConfig::auth`): check the credentials it stands for
+    /// (an API key in the environment, a stored login). `Ok` logs the connection in; `Err` is
+    /// the client's error (-32000 saying why, typically). The default refuses: an agent that
+    /// advertises methods implements this.
+    async fn authenticate(&self, method_id: &str) -> Result<(), ErrorObject> {
+        Err(ErrorObject::with_detail(
+            acp_inject_core::wire::errors::AUTH_REQUIRED,
+            &format!("this agent cannot check the method {method_id:?}"),
+        ))
+    }
+
+    /// A request of an extension this agent serves (`AgentConfig::extensions`): its result.
+    /// The default answers -32601.
+    async fn extension(&self, _method: &str, _params: Option<serde_json::Value>) -> Result<serde_json::Value, ErrorObject> {
+        Err(ErrorObject::method_not_found())
+    }
+
+    /// A notification of an extension this agent serves. The default ignores it.
+    async fn extension_notification(&self, _method: &str, _params: Option<serde_json::Value>) {}
 }
 
 /// A server failure that ends [`serve`].
@@ -167,7 +188,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-type Actions = Vec<(SessionId, RuntimeAction)>;
+/// What the core asks of the host after a step: a session runtime's action, or a call for
+/// the host itself.
+enum Work {
+    Action(SessionId, RuntimeAction),
+    Call(u64, HostCall),
+}
+
+type Actions = Vec<Work>;
 
 impl Server {
     /// Runs `f` on the core, commits, sends the lines for the client (in order, while still
@@ -203,7 +231,8 @@ impl Server {
                         }
                     }
                 }
-                Output::Action { session, action } => actions.push((session, action)),
+                Output::Action { session, action } => actions.push(Work::Action(session, action)),
+                Output::Call { id, call, .. } => actions.push(Work::Call(id, call)),
             }
         }
         Ok((r, actions))
@@ -290,7 +319,14 @@ impl Server {
 
     /// Carries out the core's instructions.
     fn dispatch(self: &Arc<Self>, actions: Actions) {
-        for (session, action) in actions {
+        for work in actions {
+            let (session, action) = match work {
+                Work::Action(session, action) => (session, action),
+                Work::Call(id, call) => {
+                    self.call(id, call);
+                    continue;
+                }
+            };
             match action {
                 RuntimeAction::StartTurn(inputs) => self.spawn_turn(session, inputs),
                 RuntimeAction::InterruptStream => {
@@ -327,6 +363,24 @@ impl Server {
                 RuntimeAction::Deliver(_) => {}
             }
         }
+    }
+
+    /// A call for the host: the runtime answers it, in a task of its own, and the answer goes
+    /// to the client that asked.
+    fn call(self: &Arc<Self>, id: u64, call: HostCall) {
+        let server = Arc::clone(self);
+        self.tasks.spawn(async move {
+            let rt = Arc::clone(&server.runtime);
+            let outcome = match call {
+                HostCall::Authenticate { method_id } => rt.authenticate(&method_id).await.map(|()| serde_json::Value::Null),
+                HostCall::Extension { method, params } => rt.extension(&method, params).await,
+                HostCall::ExtensionNotification { method, params } => return rt.extension_notification(&method, params).await,
+            };
+            // The client may have gone meanwhile: then the call is closed and nothing is sent.
+            if let Ok((_, actions)) = server.step(|a| a.answer_call(id, outcome)) {
+                server.dispatch(actions);
+            }
+        });
     }
 
     fn spawn_turn(self: &Arc<Self>, session: SessionId, inputs: Vec<UserInput>) {
@@ -576,10 +630,10 @@ impl TurnContext {
         self.signals.interrupt.send_replace(false);
         let mut delivered = Vec::new();
         let mut rest = Vec::new();
-        for (session, action) in actions {
-            match action {
-                RuntimeAction::Deliver(inputs) if session == self.session => delivered.extend(inputs),
-                other => rest.push((session, other)),
+        for work in actions {
+            match work {
+                Work::Action(session, RuntimeAction::Deliver(inputs)) if session == self.session => delivered.extend(inputs),
+                other => rest.push(other),
             }
         }
         self.server.dispatch(rest);

@@ -108,6 +108,11 @@ impl ErrorObject {
         Self::with_detail(INVALID_REQUEST, detail)
     }
 
+    /// -32000 Authentication required (R-AUTH-3).
+    pub fn auth_required() -> Self {
+        Self::new(AUTH_REQUIRED)
+    }
+
     /// -32601.
     pub fn method_not_found() -> Self {
         Self::new(METHOD_NOT_FOUND)

@@ -1397,6 +1397,19 @@ class _UniffiFfiConverterTypeClientCall(_UniffiConverterRustBuffer):
 
 
 
+class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "u64"
+    VALUE_MIN = 0
+    VALUE_MAX = 2**64
+
+    @staticmethod
+    def read(buf):
+        return buf.read_u64()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_u64(value)
+
 
 
 
@@ -1631,6 +1644,45 @@ class Instruction:
                 return False
             return True
 
+    @dataclass
+    class ANSWER_CALL:
+        """
+        Answer the host call `id` (`AgentCore.answer_call` with `result`, encoded JSON, or
+        `AgentCore.refuse_call` with `error`, an encoded `TurnFailure`: exactly one is not
+        empty); report with `record_runtime_result`.
+"""
+        
+        def __init__(self, id:int, result:bytes, error:bytes):
+            self.id = id
+            
+            
+            self.result = result
+            
+            
+            self.error = error
+            
+            
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Instruction.ANSWER_CALL(id={}, result={}, error={})".format(self.id, self.result, self.error)
+        def __eq__(self, other):
+            if not isinstance(other, Instruction):
+                return NotImplemented
+            if not other.is_ANSWER_CALL():
+                return False
+            if self.id != other.id:
+                return False
+            if self.result != other.result:
+                return False
+            if self.error != other.error:
+                return False
+            return True
+
     
 
     # For each variant, we have `is_NAME` and `is_name` methods for easily checking
@@ -1671,6 +1723,10 @@ class Instruction:
         return isinstance(self, Instruction.EXPECT_ITEM)
     def is_expect_item(self) -> bool:
         return isinstance(self, Instruction.EXPECT_ITEM)
+    def is_ANSWER_CALL(self) -> bool:
+        return isinstance(self, Instruction.ANSWER_CALL)
+    def is_answer_call(self) -> bool:
+        return isinstance(self, Instruction.ANSWER_CALL)
     
 
 # Now, a little trick - we make each nested variant class be a subclass of the main
@@ -1685,6 +1741,7 @@ Instruction.RECEIVE = type("Instruction.RECEIVE", (Instruction.RECEIVE, Instruct
 Instruction.EXPECT_STATE = type("Instruction.EXPECT_STATE", (Instruction.EXPECT_STATE, Instruction,), {})  # type: ignore
 Instruction.EXPECT_SENT = type("Instruction.EXPECT_SENT", (Instruction.EXPECT_SENT, Instruction,), {})  # type: ignore
 Instruction.EXPECT_ITEM = type("Instruction.EXPECT_ITEM", (Instruction.EXPECT_ITEM, Instruction,), {})  # type: ignore
+Instruction.ANSWER_CALL = type("Instruction.ANSWER_CALL", (Instruction.ANSWER_CALL, Instruction,), {})  # type: ignore
 
 
 
@@ -1730,6 +1787,12 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
                 _UniffiFfiConverterString.read(buf),
                 _UniffiFfiConverterString.read(buf),
             )
+        if variant == 10:
+            return Instruction.ANSWER_CALL(
+                _UniffiFfiConverterUInt64.read(buf),
+                _UniffiFfiConverterBytes.read(buf),
+                _UniffiFfiConverterBytes.read(buf),
+            )
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
@@ -1761,6 +1824,11 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
         if value.is_EXPECT_ITEM():
             _UniffiFfiConverterString.check_lower(value.session)
             _UniffiFfiConverterString.check_lower(value.message_id)
+            return
+        if value.is_ANSWER_CALL():
+            _UniffiFfiConverterUInt64.check_lower(value.id)
+            _UniffiFfiConverterBytes.check_lower(value.result)
+            _UniffiFfiConverterBytes.check_lower(value.error)
             return
         raise ValueError(value)
 
@@ -1794,6 +1862,11 @@ class _UniffiFfiConverterTypeInstruction(_UniffiConverterRustBuffer):
             buf.write_i32(9)
             _UniffiFfiConverterString.write(value.session, buf)
             _UniffiFfiConverterString.write(value.message_id, buf)
+        if value.is_ANSWER_CALL():
+            buf.write_i32(10)
+            _UniffiFfiConverterUInt64.write(value.id, buf)
+            _UniffiFfiConverterBytes.write(value.result, buf)
+            _UniffiFfiConverterBytes.write(value.error, buf)
 
 
 

@@ -482,6 +482,22 @@ fileprivate struct FfiConverterUInt16: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
+    typealias FfiType = UInt64
+    typealias SwiftType = UInt64
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt64 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterBool : FfiConverter {
     typealias FfiType = Int8
     typealias SwiftType = Bool
@@ -1311,6 +1327,13 @@ public enum Instruction: Equatable, Hashable {
     case expectSent
     case expectItem(session: String, messageId: String
     )
+    /**
+     * Answer the host call `id` (`AgentCore.answer_call` with `result`, encoded JSON, or
+     * `AgentCore.refuse_call` with `error`, an encoded `TurnFailure`: exactly one is not
+     * empty); report with `record_runtime_result`.
+     */
+    case answerCall(id: UInt64, result: Data, error: Data
+    )
 
 
 
@@ -1355,6 +1378,9 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
         case 8: return .expectSent
         
         case 9: return .expectItem(session: try FfiConverterString.read(from: &buf), messageId: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 10: return .answerCall(id: try FfiConverterUInt64.read(from: &buf), result: try FfiConverterData.read(from: &buf), error: try FfiConverterData.read(from: &buf)
         )
         
         default: throw UniffiInternalError.unexpectedEnumCase
@@ -1409,6 +1435,13 @@ public struct FfiConverterTypeInstruction: FfiConverterRustBuffer {
             writeInt(&buf, Int32(9))
             FfiConverterString.write(session, into: &buf)
             FfiConverterString.write(messageId, into: &buf)
+            
+        
+        case let .answerCall(id,result,error):
+            writeInt(&buf, Int32(10))
+            FfiConverterUInt64.write(id, into: &buf)
+            FfiConverterData.write(result, into: &buf)
+            FfiConverterData.write(error, into: &buf)
             
         }
     }

@@ -30,6 +30,7 @@ export const methods = {
   CANCEL_REQUEST: "$/cancel_request",
   SESSION_REQUEST_PERMISSION: "session/request_permission",
   SESSION_UPDATE: "session/update",
+  SESSION_STEERING: "_session/steering",
 } as const;
 
 interface RequestEntry {
@@ -60,6 +61,7 @@ const requests: { readonly [method: string]: RequestEntry } = {
   "session/close": { params: v.CloseSessionRequest$, paramsType: "CloseSessionRequest", paramsOptional: false, result: v.CloseSessionResponse$ },
   "session/status": { params: v.SessionStatusRequest$, paramsType: "SessionStatusRequest", paramsOptional: false, result: v.SessionStatusResponse$ },
   "session/request_permission": { params: v.RequestPermissionRequest$, paramsType: "RequestPermissionRequest", paramsOptional: false, result: v.RequestPermissionResponse$ },
+  "_session/steering": { params: v.SteeringRequest$, paramsType: "SteeringRequest", paramsOptional: false, result: v.SteeringResponse$ },
 };
 
 const notifications: { readonly [method: string]: NotificationEntry } = {
@@ -69,7 +71,7 @@ const notifications: { readonly [method: string]: NotificationEntry } = {
 };
 
 /** The request methods of the schema. */
-export const requestMethods: readonly T.RequestMethod[] = ["initialize", "auth/login", "auth/logout", "session/new", "session/list", "session/resume", "session/prompt", "session/inject", "session/revoke_inject", "session/replace_inject", "session/close", "session/status", "session/request_permission", ];
+export const requestMethods: readonly T.RequestMethod[] = ["initialize", "auth/login", "auth/logout", "session/new", "session/list", "session/resume", "session/prompt", "session/inject", "session/revoke_inject", "session/replace_inject", "session/close", "session/status", "session/request_permission", "_session/steering", ];
 
 /** The notification methods of the schema. */
 export const notificationMethods: readonly T.NotificationMethod[] = ["session/cancel", "$/cancel_request", "session/update", ];

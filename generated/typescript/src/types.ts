@@ -2195,6 +2195,7 @@ export interface RequestParams {
   "session/close": CloseSessionRequest;
   "session/status": SessionStatusRequest;
   "session/request_permission": RequestPermissionRequest;
+  "_session/steering": SteeringRequest;
 }
 
 /** The result type of every request method. */
@@ -2212,6 +2213,7 @@ export interface ResponseResults {
   "session/close": CloseSessionResponse;
   "session/status": SessionStatusResponse;
   "session/request_permission": RequestPermissionResponse;
+  "_session/steering": SteeringResponse;
 }
 
 /** The params type of every notification method. */

@@ -106,7 +106,7 @@ pub fn python() -> Result<String, Error> {
         "pip install the wheel",
     )?;
     let check = "import acp_inject, pathlib; p = pathlib.Path(acp_inject.__file__).parent\n\
-                 files = [p / 'py.typed', p / 'acp_inject_ffi' / 'acp_inject_ffi.pyi']\n\
+                 files = [p / 'py.typed', p / 'values.py']\n\
                  assert all(f.is_file() and not f.is_symlink() for f in files), files\n\
                  assert str(p).startswith(__import__('sys').prefix), p\n\
                  print('installed', acp_inject.__version__, 'from', p)";

@@ -211,9 +211,9 @@ fn python_wheel(dist: &Path, options: Options) -> Result<PathBuf, Error> {
     for needed in [
         "acp_inject/__init__.py",
         "acp_inject/py.typed",
-        "acp_inject/_lines.py",
+        "acp_inject/values.py",
+        "acp_inject/_core.py",
         "acp_inject/acp_inject_ffi/acp_inject_ffi.py",
-        "acp_inject/acp_inject_ffi/acp_inject_ffi.pyi",
         library,
     ] {
         if !entries.iter().any(|e| e == needed) {

@@ -27,7 +27,7 @@ from . import values
 from ._core import AgentCore, ClientCore, default_agent_config, library_version
 from ._errors import InvalidArgument
 from .acp_inject_ffi import acp_inject_ffi as _ffi
-from .agent import Agent, Listening, Turn, agent_config, listen, run_agent, serve_stdio
+from .agent import Agent, Listening, Turn, agent_config, listen, refused, run_agent, serve_stdio
 from .client import Client, PermissionHandler, PromptTurn, Session, SessionList, connect, turn_ended
 from .content import Content, text, text_of
 from .values import *  # noqa: F401,F403  (every value type, enum and union)
@@ -53,6 +53,7 @@ __all__ = [
     "default_agent_config",
     "library_version",
     "listen",
+    "refused",
     "run_agent",
     "serve_stdio",
     "text",

@@ -25,7 +25,7 @@ import os
 import sys
 import threading
 import weakref
-from typing import List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union
 
 import msgspec
 
@@ -47,6 +47,7 @@ from .values import (
     MirrorSnapshot,
     Output,
     PendingInject,
+    TurnFailure,
     PermissionAsk,
     PermissionRequestSent,
     RequestId,
@@ -447,6 +448,17 @@ class AgentCore:
         """Applies a runtime event of a session; every output it caused. Raises ``AcpError.Host``
         when the core cannot apply it (nothing was emitted)."""
         return _outputs(call("AgentCore.runtime_event", self._inner.runtime_event, session_id, arg(event)))
+
+    def answer_call(self, call_id: int, result: Any = None) -> List[Output]:
+        """Answers the host call ``call_id`` (an ``Output`` ``HostCallMade``) with ``result`` (JSON;
+        for an ``Authenticate`` call any value: the connection is logged in); every output it
+        caused. Raises ``AcpError.Host`` (``HostError.UNKNOWN_REQUEST``) when the call is not open."""
+        return _outputs(call("AgentCore.answer_call", self._inner.answer_call, call_id, arg(result)))
+
+    def refuse_call(self, call_id: int, error: TurnFailure) -> List[Output]:
+        """Refuses the host call ``call_id`` with ``error``, the JSON-RPC error the client gets
+        (``TurnFailure(code=-32000, message="Authentication required", data={...})``, say)."""
+        return _outputs(call("AgentCore.refuse_call", self._inner.refuse_call, call_id, arg(error)))
 
     def mint_agent_message_id(self) -> str:
         """A fresh id for an agent message or thought."""

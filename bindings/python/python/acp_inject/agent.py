@@ -26,11 +26,15 @@ from ._errors import acall, arg, call, checked, to_ffi
 from .acp_inject_ffi import acp_inject_ffi as _ffi
 from .content import text
 from .values import (
+    AcpError,
     AgentConfig,
+    AuthMethod,
+    AuthSupport,
     BreakPoint,
     PendingInject,
     PermissionOption,
     PermissionOptionKind,
+    ProtocolError,
     RequestPermissionOutcome,
     SelectedPermissionOutcome,
     SessionSetup,
@@ -172,6 +176,29 @@ class Agent:
     async def closed(self, session_id: str, dropped: List[PendingInject]) -> None:
         """A session closed; ``dropped`` were pending and will never be delivered."""
 
+    async def authenticate(self, method_id: str) -> None:
+        """A client logs in with ``method_id``, one of the ``agent`` methods the configuration
+        advertises (``agent_config(auth_methods=…)``): check the credentials it stands for.
+        Return to log the connection in; raise ``refused(-32000, "Authentication required",
+        "why")`` (an ``AcpError.Protocol``) to refuse with that error. The default refuses."""
+        raise refused(-32000, "Authentication required", f"this agent cannot check the method {method_id!r}")
+
+    async def extension(self, method: str, params: Any) -> Any:
+        """A request of an extension this agent serves (``agent_config(extensions=[…])``), its
+        params as JSON (``None`` when it had none): return its result (JSON), or raise
+        ``refused(code, message)``. The default answers -32601."""
+        raise refused(-32601, "Method not found")
+
+    async def extension_notification(self, method: str, params: Any) -> None:
+        """A notification of an extension this agent serves. The default ignores it."""
+
+
+def refused(code: int, message: str, detail: Optional[str] = None) -> AcpError:
+    """The error to raise from :meth:`Agent.authenticate` or :meth:`Agent.extension` to
+    answer the client with this JSON-RPC error: ``raise refused(-32000, "Authentication
+    required", "set ACME_API_KEY")``."""
+    return AcpError.Protocol(ProtocolError(code=code, message=message, detail=detail))
+
 
 class _Runtime(_ffi.AgentRuntime):  # type: ignore[misc]
     """The runtime interface the library calls, over the author's :class:`Agent`: values come
@@ -208,13 +235,46 @@ class _Runtime(_ffi.AgentRuntime):  # type: ignore[misc]
         except Exception as e:
             raise to_ffi(e) from e
 
+    async def authenticate(self, method_id: str) -> None:
+        try:
+            await self._agent.authenticate(method_id)
+        except Exception as e:
+            raise to_ffi(e) from e
 
-def agent_config(name: str, version: str = "0.1.0", steer_in_stream: str = "finish") -> AgentConfig:
-    """The default configuration (queue and steer, replace) under this agent's name."""
+    async def extension(self, method: str, params: bytes) -> bytes:
+        try:
+            return arg(await self._agent.extension(method, decode(Any, params)))
+        except Exception as e:
+            raise to_ffi(e) from e
+
+    async def extension_notification(self, method: str, params: bytes) -> None:
+        try:
+            await self._agent.extension_notification(method, decode(Any, params))
+        except Exception as e:
+            raise to_ffi(e) from e
+
+
+def agent_config(
+    name: str,
+    version: str = "0.1.0",
+    steer_in_stream: str = "finish",
+    *,
+    auth_methods: Sequence[AuthMethod] = (),
+    auth_required: bool = False,
+    extensions: Sequence[str] = (),
+) -> AgentConfig:
+    """The default configuration (queue and steer, replace) under this agent's name.
+    ``auth_methods`` are advertised (an ``AuthMethodAgent`` is checked by
+    :meth:`Agent.authenticate` when a client logs in with it); with ``auth_required`` a
+    connection gets -32000 until it logged in. ``extensions`` are the ``_``-methods
+    :meth:`Agent.extension` serves."""
+    import msgspec
+
     config = default_agent_config(name, version)
+    config = msgspec.structs.replace(
+        config, auth=AuthSupport(methods=list(auth_methods), required=auth_required), extensions=list(extensions)
+    )
     if steer_in_stream == "interrupt" and config.inject is not None:
-        import msgspec
-
         inject = msgspec.structs.replace(config.inject, steer_in_stream=[SteerInStream.INTERRUPT])
         policy = msgspec.structs.replace(config.policy, steer_in_stream=SteerInStream.INTERRUPT)
         config = msgspec.structs.replace(config, inject=inject, policy=policy)

@@ -1048,15 +1048,34 @@ class AgentConfig(_Value, frozen=True):
         inject: `session.inject`; absent: inject is not offered.
         policy: Behaviour knobs.
         setup: Session-setup features of the host.
+        auth: Authentication (R-AUTH-*).
+        extensions: The extension methods (`_…`) the host serves, requests and notifications; any other `_` method is -32601 (R-EXT-2).
     """
 
     info: AgentInfo
     inject: Optional[InjectCapabilities] = None
     policy: Policy = msgspec.field(default_factory=lambda: Policy())
     setup: SetupSupport = msgspec.field(default_factory=lambda: SetupSupport())
+    auth: AuthSupport = msgspec.field(default_factory=lambda: AuthSupport())
+    extensions: List[str] = msgspec.field(default_factory=list)
 
 
 __all__.append("AgentConfig")
+
+
+class AuthSupport(_Value, frozen=True):
+    """Authentication the agent offers.
+
+    Attributes:
+        methods: The `authMethods` of the `initialize` answer: an `agent` method is checked by the host when a client logs in with it; a `terminal` one is run by the client, never sent.
+        required: Every request of a connection but `initialize` and `auth/*` is answered -32000 (Authentication required) until the connection logged in.
+    """
+
+    methods: List[AuthMethod] = msgspec.field(default_factory=list)
+    required: bool = False
+
+
+__all__.append("AuthSupport")
 
 
 class UserInput(_Value, frozen=True):
@@ -1215,6 +1234,66 @@ class Action(_Class, frozen=True):
 
 
 __all__.append("Action")
+
+
+class HostCallMade(_Class, frozen=True):
+    """A request for the host itself, from a connection: answer it with `answer_call` and `id` (a notification wants no answer).
+
+    Attributes:
+        id: The call's id, for the answer.
+        connection: The connection that asked.
+        call: What it asks.
+    """
+
+    id: int
+    connection: ConnId
+    call: HostCall
+
+
+__all__.append("HostCallMade")
+
+
+class Authenticate(_Class, frozen=True):
+    """`auth/login` (v1 `authenticate`) with one of the advertised `agent` methods: check the credentials it stands for; a success logs the connection in (R-AUTH-2).
+
+    Attributes:
+        method_id: The method.
+    """
+
+    method_id: str
+
+
+__all__.append("Authenticate")
+
+
+class ExtensionRequest(_Class, frozen=True):
+    """A request of an extension the host serves: answer with its result (R-EXT-2).
+
+    Attributes:
+        method: The method.
+        params: Its params, as they came.
+    """
+
+    method: str
+    params: Optional[Any] = None
+
+
+__all__.append("ExtensionRequest")
+
+
+class ExtensionNotification(_Class, frozen=True):
+    """A notification of an extension the host serves; no answer.
+
+    Attributes:
+        method: The method.
+        params: Its params, as they came.
+    """
+
+    method: str
+    params: Optional[Any] = None
+
+
+__all__.append("ExtensionNotification")
 
 
 class PermissionAsk(_Class, frozen=True):
@@ -2728,8 +2807,12 @@ RuntimeAction = SessionOpened | SessionResumed | StartTurn | Deliver | Interrupt
 """What the agent core asks of the runtime of one session."""
 
 
-Output = Line | Action
+Output = Line | Action | HostCallMade
 """One output of the agent core, in order."""
+
+
+HostCall = Authenticate | ExtensionRequest | ExtensionNotification
+"""What a connection asks of the host itself rather than of a session's runtime."""
 
 
 RuntimeEvent = BreakPointReached | StreamStarted | StreamFinished | PermissionAsk | WithdrawPermission | ModelPaused | ModelResumed | TurnStarted | TurnEnd | CloseSession | UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | ClearAgentMessage
@@ -3108,7 +3191,7 @@ def encode_error(error: AcpError) -> bytes:
 RequestId = int | str | None
 """A JSON-RPC request id: an integer, a string or null."""
 
-__all__ += ["RequestId", "AcpError", "Answer", "AuthMethod", "BackgroundWork", "ConnId", "ContentBlock", "EmbeddedResourceResource", "Event", "HistoryEntry", "McpServer", "MessageId", "Output", "PermissionOptionId", "PlanUpdateContent", "ProtocolVersion", "RequestPermissionOutcome", "RuntimeAction", "RuntimeEvent", "SessionActivity", "SessionEvent", "SessionId", "SessionUpdate", "StateUpdate", "ToolCallContent", "ToolCallId", "TurnPhase"]
+__all__ += ["RequestId", "AcpError", "Answer", "AuthMethod", "BackgroundWork", "ConnId", "ContentBlock", "EmbeddedResourceResource", "Event", "HistoryEntry", "HostCall", "McpServer", "MessageId", "Output", "PermissionOptionId", "PlanUpdateContent", "ProtocolVersion", "RequestPermissionOutcome", "RuntimeAction", "RuntimeEvent", "SessionActivity", "SessionEvent", "SessionId", "SessionUpdate", "StateUpdate", "ToolCallContent", "ToolCallId", "TurnPhase"]
 
 _encoder = msgspec.msgpack.Encoder()
 _decoders: Dict[Any, "msgspec.msgpack.Decoder[Any]"] = {}

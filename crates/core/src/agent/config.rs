@@ -127,6 +127,19 @@ pub struct SetupSupport {
     pub additional_directories: bool,
 }
 
+/// Authentication the agent offers (R-AUTH-1 … R-AUTH-3).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AuthSupport {
+    /// The `authMethods` of the `initialize` answer. An `agent` method is checked by the host
+    /// when a client logs in with it ([`super::HostCall::Authenticate`]); a `terminal` method
+    /// is run by the client, never sent.
+    pub methods: Vec<acp_inject_wire::AuthMethod>,
+    /// Every request of a connection but `initialize`, `auth/login` and `auth/logout` is
+    /// answered -32000 (Authentication required) until the connection logged in.
+    pub required: bool,
+}
+
 /// What the agent advertises and how it behaves.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -142,6 +155,13 @@ pub struct AgentConfig {
     /// Session-setup features of the host.
     #[serde(default)]
     pub setup: SetupSupport,
+    /// Authentication.
+    #[serde(default)]
+    pub auth: AuthSupport,
+    /// The extension methods (`_…`) the host serves, requests and notifications
+    /// ([`super::HostCall::Extension`]); any other `_` method is -32601 (R-EXT-2).
+    #[serde(default)]
+    pub extensions: Vec<String>,
 }
 
 /// A configuration the core refuses to run with.
@@ -163,6 +183,12 @@ pub enum ConfigError {
     /// A policy value that cannot work (a zero page size or line limit).
     #[error("policy.{0} must be at least 1")]
     Zero(&'static str),
+    /// Authentication required without a method a client could log in with.
+    #[error("auth.required needs at least one `agent` method in auth.methods to log in with")]
+    AuthWithoutMethods,
+    /// An extension method whose name does not start with `_`.
+    #[error("extension method {0:?}: extension methods start with `_`")]
+    NotAnExtension(String),
 }
 
 impl AgentConfig {
@@ -173,6 +199,13 @@ impl AgentConfig {
         }
         if self.policy.max_line_bytes == 0 {
             return Err(ConfigError::Zero("maxLineBytes"));
+        }
+        let loggable = self.auth.methods.iter().any(|m| matches!(m, acp_inject_wire::AuthMethod::Agent(_)));
+        if self.auth.required && !loggable {
+            return Err(ConfigError::AuthWithoutMethods);
+        }
+        if let Some(m) = self.extensions.iter().find(|m| !m.starts_with('_')) {
+            return Err(ConfigError::NotAnExtension(m.clone()));
         }
         let Some(caps) = &self.inject else { return Ok(()) };
         if caps.modes.is_empty() {

@@ -43,12 +43,12 @@ use serde::{Deserialize, Serialize};
 
 pub use acp_inject_wire::PendingInject;
 pub use config::{
-    AgentConfig, AgentInfo, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport, DEFAULT_LIST_PAGE_SIZE,
+    AgentConfig, AgentInfo, AuthSupport, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport, DEFAULT_LIST_PAGE_SIZE,
     DEFAULT_REMEMBER_IDS,
 };
 pub use hosts::SESSION_HELD_ELSEWHERE;
 pub use outgoing::cancelled_outcome;
-pub use output::{Output, RuntimeAction, SessionSetup, UserInput};
+pub use output::{HostCall, Output, RuntimeAction, SessionSetup, UserInput};
 pub use pending::{Fate, Pending, PendingQueue};
 pub use record::{HistoryEntry, SessionRecord};
 pub use replay::replay;
@@ -203,6 +203,17 @@ pub struct Agent {
     ignored: u64,
     /// The connections that negotiated ACP v1, translated at the edge (`v1.rs`).
     v1: BTreeMap<ConnId, V1Connection>,
+    /// The host's calls not answered yet, by id (transient: not in the live state).
+    calls: BTreeMap<u64, OpenCall>,
+    next_call: u64,
+}
+
+/// A request a connection made of the host, waiting for [`Agent::answer_call`].
+#[derive(Clone, Debug)]
+struct OpenCall {
+    conn: ConnId,
+    request: RequestId,
+    login: bool,
 }
 
 impl std::fmt::Debug for Agent {
@@ -254,6 +265,8 @@ impl Agent {
             poisoned: false,
             ignored: 0,
             v1: BTreeMap::new(),
+            calls: BTreeMap::new(),
+            next_call: 0,
         }
     }
 
@@ -312,6 +325,7 @@ impl Agent {
             role,
             pending_updates: false,
             initialized: false,
+            authenticated: false,
         });
     }
 
@@ -321,6 +335,8 @@ impl Agent {
         self.connections.remove(conn);
         self.framers.remove(conn);
         self.v1.remove(conn);
+        // Its calls' answers would go nowhere.
+        self.calls.retain(|_, c| c.conn != *conn);
         let mut left = Vec::new();
         for (id, s) in &mut self.sessions {
             if s.attached.remove(conn) {
@@ -331,6 +347,40 @@ impl Agent {
         for session in left {
             self.unload_if_unattended(&session);
         }
+    }
+
+    /// Answers the host call `id` ([`Output::Call`]): `Ok` with the result (for
+    /// [`HostCall::Authenticate`], any value: the connection is logged in and answered `{}`),
+    /// or `Err` with the JSON-RPC error the client gets. [`HostError::UnknownRequest`] for a call
+    /// that is not open (answered already, a notification, or its connection went away).
+    pub fn answer_call(&mut self, id: u64, outcome: Result<serde_json::Value, ErrorObject>) -> Result<(), HostError> {
+        let call = self.calls.remove(&id).ok_or(HostError::UnknownRequest)?;
+        let answer = match outcome {
+            Ok(_) if call.login => {
+                if let Some(c) = self.connections.get_mut(&call.conn) {
+                    c.authenticated = true;
+                }
+                Ok(requests::encode(&acp_inject_wire::LoginAuthResponse::new()))
+            }
+            Ok(value) => Ok(serde_json::value::to_raw_value(&value).unwrap_or_else(|e| unreachable!("a JSON value encodes: {e}"))),
+            Err(error) => Err(error),
+        };
+        self.answer(&call.conn, &call.request, answer);
+        Ok(())
+    }
+
+    fn open_call(&mut self, call: OpenCall) -> u64 {
+        self.next_call += 1;
+        self.calls.insert(self.next_call, call);
+        self.next_call
+    }
+
+    /// Whether `method` from `conn` must wait for a login (R-AUTH-3).
+    fn must_log_in(&self, conn: &ConnId, method: &str) -> bool {
+        use acp_inject_wire::methods as m;
+        self.config.auth.required
+            && ![m::INITIALIZE, m::AUTH_LOGIN, m::AUTH_LOGOUT].contains(&method)
+            && !self.connections.get(conn).is_some_and(|c| c.authenticated)
     }
 
     /// Attaches a connection to a live session, so it receives the session's updates (done by
@@ -350,6 +400,7 @@ impl Agent {
             role: ConnectionRole::Controller,
             pending_updates: false,
             initialized: false,
+            authenticated: false,
         });
         match self.sessions.get_mut(session) {
             Some(s) => {
@@ -680,6 +731,7 @@ impl Agent {
             role: ConnectionRole::Controller,
             pending_updates: false,
             initialized: false,
+            authenticated: false,
         });
         // A v1 connection's request, as the core handles it (`v1.rs`).
         let rewritten;
@@ -703,19 +755,27 @@ impl Agent {
                     Ok(()) if !initialized && method != acp_inject_wire::methods::INITIALIZE => requests::Reply::err(
                         ErrorObject::invalid_request(&format!("the connection must be initialized before `{method}`")),
                     ),
+                    // R-AUTH-3: a connection that must log in gets -32000 until it did.
+                    Ok(()) if self.must_log_in(conn, &method) => requests::Reply::err(ErrorObject::auth_required()),
                     Ok(()) => self.request(conn, &method, params),
                     Err(e) => requests::Reply::err(e.to_error()),
                 };
                 // Replay and close notices precede the answer; everything the request caused
                 // afterwards follows it. A held prompt is answered when it is inserted.
                 self.out.extend(reply.before);
-                match reply.held {
-                    Some((session, message_id)) => {
+                match (reply.held, reply.host) {
+                    (Some((session, message_id)), _) => {
                         if let Some(s) = self.sessions.get_mut(&session) {
                             s.held.insert(message_id, HeldPrompt { conn: conn.to_owned(), request: id });
                         }
                     }
-                    None => self.answer(conn, &id, reply.answer),
+                    // The host answers it (R-AUTH-2, R-EXT-2).
+                    (None, Some(call)) => {
+                        let login = matches!(call, HostCall::Authenticate { .. });
+                        let call_id = self.open_call(OpenCall { conn: conn.to_owned(), request: id, login });
+                        self.out.push_back(Output::Call { id: call_id, connection: conn.to_owned(), call });
+                    }
+                    (None, None) => self.answer(conn, &id, reply.answer),
                 }
                 self.out.extend(reply.after);
             }

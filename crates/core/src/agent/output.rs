@@ -92,6 +92,41 @@ pub enum Output {
         /// What to do.
         action: RuntimeAction,
     },
+    /// A request for the host itself, from a connection: answer it with
+    /// [`super::Agent::answer_call`] and this `id` (a notification wants no answer).
+    Call {
+        /// The call's id, for the answer.
+        id: u64,
+        /// The connection that asked.
+        connection: ConnId,
+        /// What it asks.
+        call: HostCall,
+    },
+}
+
+/// What a connection asks of the host itself rather than of a session's runtime.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostCall {
+    /// `auth/login` (v1 `authenticate`) with one of the advertised `agent` methods: check the
+    /// credentials the method stands for; a success logs the connection in (R-AUTH-2).
+    Authenticate {
+        /// The method.
+        method_id: String,
+    },
+    /// A request of an extension the host serves (`AgentConfig::extensions`): its result.
+    Extension {
+        /// The method.
+        method: String,
+        /// Its params, as they came.
+        params: Option<serde_json::Value>,
+    },
+    /// A notification of an extension the host serves; no answer.
+    ExtensionNotification {
+        /// The method.
+        method: String,
+        /// Its params, as they came.
+        params: Option<serde_json::Value>,
+    },
 }
 
 impl Output {

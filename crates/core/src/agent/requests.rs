@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::output::{self, Output, RuntimeAction, SessionSetup, UserInput};
+use super::output::{self, HostCall, Output, RuntimeAction, SessionSetup, UserInput};
 use super::pending::Pending;
 use super::record::SessionRecord;
 use super::store::Change;
@@ -39,15 +39,18 @@ pub(super) struct Reply {
     /// A held prompt (R-PROMPT-2): no answer now; the receipt for this message is owed to
     /// the request, and `answer` is not sent.
     pub held: Option<(SessionId, acp_inject_wire::MessageId)>,
+    /// A call for the host (R-AUTH-2, R-EXT-2): no answer now; the host's answer goes to the
+    /// request ([`super::Agent::answer_call`]), and `answer` is not sent.
+    pub host: Option<HostCall>,
 }
 
 impl Reply {
     pub(super) fn err(error: ErrorObject) -> Reply {
-        Reply { before: Vec::new(), answer: Err(error), after: Vec::new(), held: None }
+        Reply { before: Vec::new(), answer: Err(error), after: Vec::new(), held: None, host: None }
     }
 
     fn ok<R: Method + Serialize>(result: &R) -> Reply {
-        Reply { before: Vec::new(), answer: Ok(encode(result)), after: Vec::new(), held: None }
+        Reply { before: Vec::new(), answer: Ok(encode(result)), after: Vec::new(), held: None, host: None }
     }
 
     fn then(mut self, after: Vec<Output>) -> Reply {
@@ -61,7 +64,7 @@ impl Reply {
     }
 }
 
-fn encode<R: Method + Serialize>(result: &R) -> Box<RawValue> {
+pub(super) fn encode<R: Method + Serialize>(result: &R) -> Box<RawValue> {
     serde_json::value::to_raw_value(result).unwrap_or_else(|e| unreachable!("results always serialise: {e}"))
 }
 
@@ -114,6 +117,13 @@ impl Agent {
             m::SESSION_REVOKE_INJECT => self.revoke(conn, params),
             m::SESSION_REPLACE_INJECT => self.replace(conn, params),
             m::SESSION_STEERING if self.offers_steering() => self.steering(conn, params),
+            m::AUTH_LOGIN if !self.config.auth.methods.is_empty() => self.login(params),
+            m::AUTH_LOGOUT if !self.config.auth.methods.is_empty() => self.logout(conn),
+            // R-EXT-2: the extension methods the host serves go to it.
+            _ if self.config.extensions.iter().any(|e| e == method) => {
+                let params = params.and_then(|p| serde_json::from_str(p.get()).ok());
+                Reply { host: Some(HostCall::Extension { method: method.to_owned(), params }), ..Reply::err(ErrorObject::method_not_found()) }
+            }
             m::SESSION_CLOSE => self.close_request(conn, params),
             m::SESSION_STATUS => self.status(params),
             // Extension methods (`_…`) and anything this agent does not serve.
@@ -137,6 +147,13 @@ impl Agent {
                 let Ok(p) = decode::<CancelRequestNotification>(params) else { return };
                 self.cancel_held(conn, &p.request_id);
             }
+            // R-EXT-2: an extension notification the host serves goes to it.
+            _ if self.config.extensions.iter().any(|e| e == method) => {
+                let params = params.and_then(|p| serde_json::from_str(p.get()).ok());
+                self.next_call += 1;
+                let call = HostCall::ExtensionNotification { method: method.to_owned(), params };
+                self.out.push_back(Output::Call { id: self.next_call, connection: conn.to_owned(), call });
+            }
             _ => self.ignored += 1,
         }
     }
@@ -157,7 +174,7 @@ impl Agent {
             }
             self.v1.insert(conn.to_owned(), super::V1Connection::default());
             let answer = Ok(super::v1::initialize_result(&self.config, self.offers_steering()));
-            return Reply { before: Vec::new(), answer, after: Vec::new(), held: None };
+            return Reply { before: Vec::new(), answer, after: Vec::new(), held: None, host: None };
         }
         self.v1.remove(conn);
         let p: InitializeRequest = tri!(decode(params));
@@ -192,8 +209,36 @@ impl Agent {
                         .meta(extensions),
                 ),
             )
+            .auth_methods((!self.config.auth.methods.is_empty()).then(|| self.config.auth.methods.clone()))
             .meta(self.offers_steering().then(steering_advertisement)),
         )
+    }
+
+    /// `auth/login` (R-AUTH-2): one of the advertised `agent` methods goes to the host, which
+    /// decides; anything else is -32602.
+    fn login(&mut self, params: Option<&RawValue>) -> Reply {
+        let p: acp_inject_wire::LoginAuthRequest = tri!(decode(params));
+        let advertised = self.config.auth.methods.iter().find_map(|m| match m {
+            acp_inject_wire::AuthMethod::Agent(a) if a.method_id == p.method_id => Some(true),
+            acp_inject_wire::AuthMethod::Terminal(t) if t.method_id == p.method_id => Some(false),
+            _ => None,
+        });
+        match advertised {
+            Some(true) => Reply { host: Some(HostCall::Authenticate { method_id: p.method_id }), ..Reply::err(ErrorObject::method_not_found()) },
+            Some(false) => Reply::err(ErrorObject::invalid_params(&format!(
+                "at `methodId`: {:?} is a terminal method: the client runs the agent in a terminal for it, it is not sent",
+                p.method_id
+            ))),
+            None => Reply::err(ErrorObject::invalid_params(&format!("at `methodId`: {:?} is not an advertised auth method", p.method_id))),
+        }
+    }
+
+    /// `auth/logout` (R-AUTH-2): the connection is logged out.
+    fn logout(&mut self, conn: &ConnId) -> Reply {
+        if let Some(c) = self.connections.get_mut(conn) {
+            c.authenticated = false;
+        }
+        Reply::ok(&acp_inject_wire::LogoutAuthResponse::new())
     }
 
     /// The agent takes steers (`session.inject` lists `steer`), so it serves the steering
@@ -371,7 +416,7 @@ impl Agent {
         if interrupted {
             after.extend(self.continue_interrupted(&session));
         }
-        Reply { before, answer: Ok(encode(&ResumeSessionResponse::new())), after, held: None }
+        Reply { before, answer: Ok(encode(&ResumeSessionResponse::new())), after, held: None, host: None }
     }
 
     /// `session/prompt` (R-PROMPT-1, R-PROMPT-2): inserted at once on an idle session (the

@@ -64,6 +64,9 @@ pub struct Connection {
     /// before this member existed held only connections that were serving.
     #[serde(default = "initialized_by_default")]
     pub initialized: bool,
+    /// It logged in (`auth/login` with a method the host accepted, R-AUTH-2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub authenticated: bool,
 }
 
 fn initialized_by_default() -> bool {

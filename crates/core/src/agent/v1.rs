@@ -121,6 +121,11 @@ impl V1Connection {
             m::SESSION_INJECT | m::SESSION_REVOKE_INJECT | m::SESSION_REPLACE_INJECT | m::SESSION_STATUS => {
                 Inbound::Refused(ErrorObject::method_not_found())
             }
+            // v1's `authenticate` is v2's `auth/login`, params and answer alike (R-AUTH-2).
+            AUTHENTICATE => match params {
+                Some(p) => Inbound::Rewritten { method: m::AUTH_LOGIN, params: p.to_owned() },
+                None => Inbound::AsIs,
+            },
             m::SESSION_PROMPT => {
                 let session = members().and_then(|p| p.get("sessionId")?.as_str().map(str::to_owned));
                 self.prompts.insert(key(id), session.unwrap_or_default());
@@ -366,6 +371,32 @@ fn permission_request(request: &RequestPermissionRequest, id: &RequestId, known:
     jsonrpc::request_line_for(id, v1::methods::SESSION_REQUEST_PERMISSION, &params)
 }
 
+/// v1's name of `auth/login`.
+pub(super) const AUTHENTICATE: &str = "authenticate";
+
+/// An auth method as v1 writes it: `id` for `methodId`, no `type` for an `agent` method, a
+/// terminal method's `env` as a map.
+fn v1_auth_method(method: &acp_inject_wire::AuthMethod) -> Option<Map<String, Value>> {
+    let mut m = match serde_json::to_value(method).ok()? {
+        Value::Object(m) => m,
+        _ => return None,
+    };
+    if let Some(id) = m.remove("methodId") {
+        m.insert("id".into(), id);
+    }
+    if m.get("type").and_then(Value::as_str) == Some("agent") {
+        m.remove("type");
+    }
+    if let Some(Value::Array(env)) = m.remove("env") {
+        let map: Map<String, Value> = env
+            .into_iter()
+            .filter_map(|e| Some((e.get("name")?.as_str()?.to_owned(), e.get("value")?.clone())))
+            .collect();
+        m.insert("env".into(), Value::Object(map));
+    }
+    Some(m)
+}
+
 /// The answer to a v1 `initialize` (R-V1-1).
 pub(super) fn initialize_result(config: &super::AgentConfig, offers_steering: bool) -> Box<RawValue> {
     let setup = config.setup;
@@ -386,7 +417,7 @@ pub(super) fn initialize_result(config: &super::AgentConfig, offers_steering: bo
                         .close(v1::SessionCloseCapabilities::new()),
                 ),
         )
-        .auth_methods(Vec::new())
+        .auth_methods(config.auth.methods.iter().filter_map(v1_auth_method).collect::<Vec<_>>())
         .agent_info(v1::Implementation::new(config.info.name.clone(), config.info.version.clone()))
         .meta(offers_steering.then(super::requests::steering_advertisement)))
 }

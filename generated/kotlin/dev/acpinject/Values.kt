@@ -583,7 +583,7 @@ internal object RuntimeActionCodec : ValueCodec<RuntimeAction>() {
 /**
  * One output of the agent core, in order.
  *
- * One of: [Line], [Action].
+ * One of: [Line], [Action], [HostCallMade].
  */
 public sealed interface Output
 
@@ -593,6 +593,7 @@ internal object OutputCodec : ValueCodec<Output>() {
         return when (val tag = r.tag(n)) {
             "Line" -> LineCodec.fields(r, n - 1)
             "Action" -> ActionCodec.fields(r, n - 1)
+            "HostCallMade" -> HostCallMadeCodec.fields(r, n - 1)
             else -> throw DecodeException.unknownClass("Output", tag)
         }
     }
@@ -600,6 +601,32 @@ internal object OutputCodec : ValueCodec<Output>() {
     override fun write(w: ValueWriter, value: Output) = when (value) {
         is Line -> LineCodec.write(w, value)
         is Action -> ActionCodec.write(w, value)
+        is HostCallMade -> HostCallMadeCodec.write(w, value)
+    }
+}
+
+/**
+ * What a connection asks of the host itself rather than of a session's runtime.
+ *
+ * One of: [Authenticate], [ExtensionRequest], [ExtensionNotification].
+ */
+public sealed interface HostCall
+
+internal object HostCallCodec : ValueCodec<HostCall>() {
+    override fun read(r: ValueReader): HostCall {
+        val n = r.mapHeader()
+        return when (val tag = r.tag(n)) {
+            "Authenticate" -> AuthenticateCodec.fields(r, n - 1)
+            "ExtensionRequest" -> ExtensionRequestCodec.fields(r, n - 1)
+            "ExtensionNotification" -> ExtensionNotificationCodec.fields(r, n - 1)
+            else -> throw DecodeException.unknownClass("HostCall", tag)
+        }
+    }
+
+    override fun write(w: ValueWriter, value: HostCall) = when (value) {
+        is Authenticate -> AuthenticateCodec.write(w, value)
+        is ExtensionRequest -> ExtensionRequestCodec.write(w, value)
+        is ExtensionNotification -> ExtensionNotificationCodec.write(w, value)
     }
 }
 
@@ -3427,6 +3454,10 @@ public data class AgentConfig(
     public val policy: Policy = Policy(),
     /** Session-setup features of the host. */
     public val setup: SetupSupport = SetupSupport(),
+    /** Authentication (R-AUTH-*). */
+    public val auth: AuthSupport = AuthSupport(),
+    /** The extension methods (`_…`) the host serves, requests and notifications; any other `_` method is -32601 (R-EXT-2). */
+    public val extensions: List<String> = emptyList(),
 )
 
 internal object AgentConfigCodec : ValueCodec<AgentConfig>() {
@@ -3441,12 +3472,16 @@ internal object AgentConfigCodec : ValueCodec<AgentConfig>() {
         var f1: Policy = Policy()
         var f2: AgentInfo? = null
         var f3: SetupSupport = SetupSupport()
+        var f4: AuthSupport = AuthSupport()
+        var f5: List<String> = emptyList()
         for (i in 0 until n) {
             when (val key = r.key()) {
                 "inject" -> f0 = r.field(key) { (if (r.takeNil()) null else InjectCapabilitiesCodec.read(r)) }
                 "policy" -> f1 = r.field(key) { PolicyCodec.read(r) }
                 "info" -> f2 = r.field(key) { AgentInfoCodec.read(r) }
                 "setup" -> f3 = r.field(key) { SetupSupportCodec.read(r) }
+                "auth" -> f4 = r.field(key) { AuthSupportCodec.read(r) }
+                "extensions" -> f5 = r.field(key) { r.list { r.string() } }
                 else -> throw DecodeException.unknownField(TAG, key)
             }
         }
@@ -3455,12 +3490,14 @@ internal object AgentConfigCodec : ValueCodec<AgentConfig>() {
             policy = f1,
             info = f2 ?: throw DecodeException.missing(TAG, "info"),
             setup = f3,
+            auth = f4,
+            extensions = f5,
         )
     }
 
     override fun write(w: ValueWriter, value: AgentConfig) {
         val f0 = value.inject
-        w.map(3 + (if (f0 != null) 1 else 0))
+        w.map(5 + (if (f0 != null) 1 else 0))
         if (f0 != null) {
             w.key("inject")
             InjectCapabilitiesCodec.write(w, f0)
@@ -3471,6 +3508,50 @@ internal object AgentConfigCodec : ValueCodec<AgentConfig>() {
         AgentInfoCodec.write(w, value.info)
         w.key("setup")
         SetupSupportCodec.write(w, value.setup)
+        w.key("auth")
+        AuthSupportCodec.write(w, value.auth)
+        w.key("extensions")
+        w.list(value.extensions) { x0 -> w.string(x0) }
+    }
+}
+
+/** Authentication the agent offers. */
+public data class AuthSupport(
+    /** The `authMethods` of the `initialize` answer: an `agent` method is checked by the host when a client logs in with it; a `terminal` one is run by the client, never sent. */
+    public val methods: List<AuthMethod> = emptyList(),
+    /** Every request of a connection but `initialize` and `auth&#47;*` is answered -32000 (Authentication required) until the connection logged in. */
+    public val required: Boolean = false,
+)
+
+internal object AuthSupportCodec : ValueCodec<AuthSupport>() {
+    private const val TAG = "AuthSupport"
+
+    override fun read(r: ValueReader): AuthSupport {
+        return fields(r, r.mapHeader())
+    }
+
+    fun fields(r: ValueReader, n: Int): AuthSupport {
+        var f0: List<AuthMethod> = emptyList()
+        var f1: Boolean = false
+        for (i in 0 until n) {
+            when (val key = r.key()) {
+                "methods" -> f0 = r.field(key) { r.list { AuthMethodCodec.read(r) } }
+                "required" -> f1 = r.field(key) { r.bool() }
+                else -> throw DecodeException.unknownField(TAG, key)
+            }
+        }
+        return AuthSupport(
+            methods = f0,
+            required = f1,
+        )
+    }
+
+    override fun write(w: ValueWriter, value: AuthSupport) {
+        w.map(2)
+        w.key("methods")
+        w.list(value.methods) { x0 -> AuthMethodCodec.write(w, x0) }
+        w.key("required")
+        w.bool(value.required)
     }
 }
 
@@ -3924,6 +4005,188 @@ internal object ActionCodec : ValueCodec<Action>() {
         w.string(value.session)
         w.key("action")
         RuntimeActionCodec.write(w, value.action)
+    }
+}
+
+/** A request for the host itself, from a connection: answer it with `answer_call` and `id` (a notification wants no answer). */
+public data class HostCallMade(
+    /** The call's id, for the answer. */
+    public val id: Long,
+    /** The connection that asked. */
+    public val connection: ConnId,
+    /** What it asks. */
+    public val call: HostCall,
+) : Output
+
+internal object HostCallMadeCodec : ValueCodec<HostCallMade>() {
+    private const val TAG = "HostCallMade"
+
+    override fun read(r: ValueReader): HostCallMade {
+        val n = r.mapHeader()
+        r.expectTag(n, TAG)
+        return fields(r, n - 1)
+    }
+
+    fun fields(r: ValueReader, n: Int): HostCallMade {
+        var f0: Long = 0L
+        var has0 = false
+        var f1: ConnId? = null
+        var f2: HostCall? = null
+        for (i in 0 until n) {
+            when (val key = r.key()) {
+                "id" -> {
+                    f0 = r.field(key) { r.u64() }
+                    has0 = true
+                }
+                "connection" -> f1 = r.field(key) { r.string() }
+                "call" -> f2 = r.field(key) { HostCallCodec.read(r) }
+                else -> throw DecodeException.unknownField(TAG, key)
+            }
+        }
+        return HostCallMade(
+            id = if (has0) f0 else throw DecodeException.missing(TAG, "id"),
+            connection = f1 ?: throw DecodeException.missing(TAG, "connection"),
+            call = f2 ?: throw DecodeException.missing(TAG, "call"),
+        )
+    }
+
+    override fun write(w: ValueWriter, value: HostCallMade) {
+        w.map(4)
+        w.tag(TAG)
+        w.key("id")
+        w.long(value.id)
+        w.key("connection")
+        w.string(value.connection)
+        w.key("call")
+        HostCallCodec.write(w, value.call)
+    }
+}
+
+/** `auth/login` (v1 `authenticate`) with one of the advertised `agent` methods: check the credentials it stands for; a success logs the connection in (R-AUTH-2). */
+public data class Authenticate(
+    /** The method. */
+    public val methodId: String,
+) : HostCall
+
+internal object AuthenticateCodec : ValueCodec<Authenticate>() {
+    private const val TAG = "Authenticate"
+
+    override fun read(r: ValueReader): Authenticate {
+        val n = r.mapHeader()
+        r.expectTag(n, TAG)
+        return fields(r, n - 1)
+    }
+
+    fun fields(r: ValueReader, n: Int): Authenticate {
+        var f0: String? = null
+        for (i in 0 until n) {
+            when (val key = r.key()) {
+                "method_id" -> f0 = r.field(key) { r.string() }
+                else -> throw DecodeException.unknownField(TAG, key)
+            }
+        }
+        return Authenticate(
+            methodId = f0 ?: throw DecodeException.missing(TAG, "method_id"),
+        )
+    }
+
+    override fun write(w: ValueWriter, value: Authenticate) {
+        w.map(2)
+        w.tag(TAG)
+        w.key("method_id")
+        w.string(value.methodId)
+    }
+}
+
+/** A request of an extension the host serves: answer with its result (R-EXT-2). */
+public data class ExtensionRequest(
+    /** The method. */
+    public val method: String,
+    /** Its params, as they came. */
+    public val params: JsonElement? = null,
+) : HostCall
+
+internal object ExtensionRequestCodec : ValueCodec<ExtensionRequest>() {
+    private const val TAG = "ExtensionRequest"
+
+    override fun read(r: ValueReader): ExtensionRequest {
+        val n = r.mapHeader()
+        r.expectTag(n, TAG)
+        return fields(r, n - 1)
+    }
+
+    fun fields(r: ValueReader, n: Int): ExtensionRequest {
+        var f0: String? = null
+        var f1: JsonElement? = null
+        for (i in 0 until n) {
+            when (val key = r.key()) {
+                "method" -> f0 = r.field(key) { r.string() }
+                "params" -> f1 = r.field(key) { (if (r.takeNil()) null else r.json()) }
+                else -> throw DecodeException.unknownField(TAG, key)
+            }
+        }
+        return ExtensionRequest(
+            method = f0 ?: throw DecodeException.missing(TAG, "method"),
+            params = f1,
+        )
+    }
+
+    override fun write(w: ValueWriter, value: ExtensionRequest) {
+        val f1 = value.params
+        w.map(2 + (if (f1 != null) 1 else 0))
+        w.tag(TAG)
+        w.key("method")
+        w.string(value.method)
+        if (f1 != null) {
+            w.key("params")
+            w.json(f1)
+        }
+    }
+}
+
+/** A notification of an extension the host serves; no answer. */
+public data class ExtensionNotification(
+    /** The method. */
+    public val method: String,
+    /** Its params, as they came. */
+    public val params: JsonElement? = null,
+) : HostCall
+
+internal object ExtensionNotificationCodec : ValueCodec<ExtensionNotification>() {
+    private const val TAG = "ExtensionNotification"
+
+    override fun read(r: ValueReader): ExtensionNotification {
+        val n = r.mapHeader()
+        r.expectTag(n, TAG)
+        return fields(r, n - 1)
+    }
+
+    fun fields(r: ValueReader, n: Int): ExtensionNotification {
+        var f0: String? = null
+        var f1: JsonElement? = null
+        for (i in 0 until n) {
+            when (val key = r.key()) {
+                "method" -> f0 = r.field(key) { r.string() }
+                "params" -> f1 = r.field(key) { (if (r.takeNil()) null else r.json()) }
+                else -> throw DecodeException.unknownField(TAG, key)
+            }
+        }
+        return ExtensionNotification(
+            method = f0 ?: throw DecodeException.missing(TAG, "method"),
+            params = f1,
+        )
+    }
+
+    override fun write(w: ValueWriter, value: ExtensionNotification) {
+        val f1 = value.params
+        w.map(2 + (if (f1 != null) 1 else 0))
+        w.tag(TAG)
+        w.key("method")
+        w.string(value.method)
+        if (f1 != null) {
+            w.key("params")
+            w.json(f1)
+        }
     }
 }
 
@@ -8774,6 +9037,7 @@ internal val VALUE_CODECS: Map<KClass<*>, ValueCodec<*>> = mapOf(
     BreakPoint::class to BreakPointCodec,
     RuntimeAction::class to RuntimeActionCodec,
     Output::class to OutputCodec,
+    HostCall::class to HostCallCodec,
     RuntimeEvent::class to RuntimeEventCodec,
     HostError::class to HostErrorCodec,
     HistoryEntry::class to HistoryEntryCodec,
@@ -8840,6 +9104,7 @@ internal val VALUE_CODECS: Map<KClass<*>, ValueCodec<*>> = mapOf(
     AgentInfo::class to AgentInfoCodec,
     SetupSupport::class to SetupSupportCodec,
     AgentConfig::class to AgentConfigCodec,
+    AuthSupport::class to AuthSupportCodec,
     UserInput::class to UserInputCodec,
     SessionSetup::class to SessionSetupCodec,
     SessionOpened::class to SessionOpenedCodec,
@@ -8852,6 +9117,10 @@ internal val VALUE_CODECS: Map<KClass<*>, ValueCodec<*>> = mapOf(
     ReleaseSession::class to ReleaseSessionCodec,
     Line::class to LineCodec,
     Action::class to ActionCodec,
+    HostCallMade::class to HostCallMadeCodec,
+    Authenticate::class to AuthenticateCodec,
+    ExtensionRequest::class to ExtensionRequestCodec,
+    ExtensionNotification::class to ExtensionNotificationCodec,
     PermissionAsk::class to PermissionAskCodec,
     BreakPointReached::class to BreakPointReachedCodec,
     StreamStarted::class to StreamStartedCodec,

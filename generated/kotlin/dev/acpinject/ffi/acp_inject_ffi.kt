@@ -670,7 +670,16 @@ internal interface UniffiCallbackInterfaceAgentRuntimeMethod2 : com.sun.jna.Call
 internal interface UniffiCallbackInterfaceAgentRuntimeMethod3 : com.sun.jna.Callback {
     fun callback(`uniffiHandle`: Long,`sessionId`: RustBuffer.ByValue,`dropped`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,)
 }
-@Structure.FieldOrder("uniffiFree", "uniffiClone", "runTurn", "sessionOpened", "sessionResumed", "sessionClosed")
+internal interface UniffiCallbackInterfaceAgentRuntimeMethod4 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`methodId`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,)
+}
+internal interface UniffiCallbackInterfaceAgentRuntimeMethod5 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`method`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteRustBuffer,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,)
+}
+internal interface UniffiCallbackInterfaceAgentRuntimeMethod6 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`method`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,)
+}
+@Structure.FieldOrder("uniffiFree", "uniffiClone", "runTurn", "sessionOpened", "sessionResumed", "sessionClosed", "authenticate", "extension", "extensionNotification")
 internal open class UniffiVTableCallbackInterfaceAgentRuntime(
     @JvmField internal var `uniffiFree`: UniffiCallbackInterfaceFree? = null,
     @JvmField internal var `uniffiClone`: UniffiCallbackInterfaceClone? = null,
@@ -678,6 +687,9 @@ internal open class UniffiVTableCallbackInterfaceAgentRuntime(
     @JvmField internal var `sessionOpened`: UniffiCallbackInterfaceAgentRuntimeMethod1? = null,
     @JvmField internal var `sessionResumed`: UniffiCallbackInterfaceAgentRuntimeMethod2? = null,
     @JvmField internal var `sessionClosed`: UniffiCallbackInterfaceAgentRuntimeMethod3? = null,
+    @JvmField internal var `authenticate`: UniffiCallbackInterfaceAgentRuntimeMethod4? = null,
+    @JvmField internal var `extension`: UniffiCallbackInterfaceAgentRuntimeMethod5? = null,
+    @JvmField internal var `extensionNotification`: UniffiCallbackInterfaceAgentRuntimeMethod6? = null,
 ) : Structure() {
     class UniffiByValue(
         `uniffiFree`: UniffiCallbackInterfaceFree? = null,
@@ -686,7 +698,10 @@ internal open class UniffiVTableCallbackInterfaceAgentRuntime(
         `sessionOpened`: UniffiCallbackInterfaceAgentRuntimeMethod1? = null,
         `sessionResumed`: UniffiCallbackInterfaceAgentRuntimeMethod2? = null,
         `sessionClosed`: UniffiCallbackInterfaceAgentRuntimeMethod3? = null,
-    ): UniffiVTableCallbackInterfaceAgentRuntime(`uniffiFree`,`uniffiClone`,`runTurn`,`sessionOpened`,`sessionResumed`,`sessionClosed`,), Structure.ByValue
+        `authenticate`: UniffiCallbackInterfaceAgentRuntimeMethod4? = null,
+        `extension`: UniffiCallbackInterfaceAgentRuntimeMethod5? = null,
+        `extensionNotification`: UniffiCallbackInterfaceAgentRuntimeMethod6? = null,
+    ): UniffiVTableCallbackInterfaceAgentRuntime(`uniffiFree`,`uniffiClone`,`runTurn`,`sessionOpened`,`sessionResumed`,`sessionClosed`,`authenticate`,`extension`,`extensionNotification`,), Structure.ByValue
 
    internal fun uniffiSetValue(other: UniffiVTableCallbackInterfaceAgentRuntime) {
         `uniffiFree` = other.`uniffiFree`
@@ -695,6 +710,9 @@ internal open class UniffiVTableCallbackInterfaceAgentRuntime(
         `sessionOpened` = other.`sessionOpened`
         `sessionResumed` = other.`sessionResumed`
         `sessionClosed` = other.`sessionClosed`
+        `authenticate` = other.`authenticate`
+        `extension` = other.`extension`
+        `extensionNotification` = other.`extensionNotification`
     }
 
 }
@@ -733,6 +751,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_func_connect_url(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session(
@@ -762,6 +782,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_mint_agent_message_id(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_pending(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_refuse_call(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms(
     ): Int
@@ -889,6 +911,12 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentruntime_authenticate(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentruntime_extension(
+    ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentruntime_extension_notification(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentserver_close_session(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentserver_listen(
@@ -976,6 +1004,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_acp_inject_ffi_fn_constructor_agentcore_restore(`config`: RustBuffer.ByValue,`snapshot`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_answer_call(`ptr`: Long,`id`: Long,`result`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_attach(`ptr`: Long,`connection`: RustBuffer.ByValue,`role`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(`ptr`: Long,`connection`: RustBuffer.ByValue,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1005,6 +1035,8 @@ internal object UniffiLib {
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_mint_agent_message_id(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_pending(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_refuse_call(`ptr`: Long,`id`: Long,`error`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_renew_every_ms(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1151,6 +1183,12 @@ internal object UniffiLib {
     external fun uniffi_acp_inject_ffi_fn_method_agentruntime_session_resumed(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`setup`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentruntime_session_closed(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`dropped`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentruntime_authenticate(`ptr`: Long,`methodId`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentruntime_extension(`ptr`: Long,`method`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_acp_inject_ffi_fn_method_agentruntime_extension_notification(`ptr`: Long,`method`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_clone_agentserver(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1352,6 +1390,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_func_connect_url() and 0xFFFF) != 47841) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call() and 0xFFFF) != 44060) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() and 0xFFFF) != 50880) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1395,6 +1436,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_pending() and 0xFFFF) != 33756) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_refuse_call() and 0xFFFF) != 35771) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_renew_every_ms() and 0xFFFF) != 14158) {
@@ -1584,6 +1628,15 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_session_closed() and 0xFFFF) != 37723) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_authenticate() and 0xFFFF) != 63352) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_extension() and 0xFFFF) != 42905) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentruntime_extension_notification() and 0xFFFF) != 5049) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() and 0xFFFF) != 1025) {
@@ -2238,6 +2291,13 @@ public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
 public interface AgentCoreInterface {
     
     /**
+     * Answers the host call `id` (an `Output.Call`) with `result` (encoded JSON; for an
+     * `Authenticate` call any value: the connection is logged in); returns the outputs.
+     * `AcpError.Host` (`UnknownRequest`) when the call is not open.
+     */
+    fun `answerCall`(`id`: kotlin.ULong, `result`: kotlin.ByteArray): kotlin.ByteArray
+    
+    /**
      * Registers a connection with a role (a `ConnectionRole`).
      */
     fun `attach`(`connection`: kotlin.String, `role`: kotlin.ByteArray)
@@ -2317,6 +2377,12 @@ public interface AgentCoreInterface {
      * The session's pending injects in delivery order (a list of `PendingInject`).
      */
     fun `pending`(`sessionId`: kotlin.String): kotlin.ByteArray
+    
+    /**
+     * Refuses the host call `id` with `error` (a `TurnFailure`: the JSON-RPC error the client
+     * gets, -32000 for credentials that do not check out, say); returns the outputs.
+     */
+    fun `refuseCall`(`id`: kotlin.ULong, `error`: kotlin.ByteArray): kotlin.ByteArray
     
     /**
      * On a store several hosts share: how often to call [`AgentCore::renew_leases`], in
@@ -2476,6 +2542,27 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
             UniffiLib.uniffi_acp_inject_ffi_fn_clone_agentcore(handle, status)
         }
     }
+
+    
+    /**
+     * Answers the host call `id` (an `Output.Call`) with `result` (encoded JSON; for an
+     * `Authenticate` call any value: the connection is logged in); returns the outputs.
+     * `AcpError.Host` (`UnknownRequest`) when the call is not open.
+     */
+    @Throws(FfiException::class)override fun `answerCall`(`id`: kotlin.ULong, `result`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
+    callWithHandle {
+    uniffiRustCallWithError(FfiException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_answer_call(
+        it,
+        
+        FfiConverterULong.lower(`id`),
+        FfiConverterByteArray.lower(`result`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -2749,6 +2836,26 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
         it,
         
         FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Refuses the host call `id` with `error` (a `TurnFailure`: the JSON-RPC error the client
+     * gets, -32000 for credentials that do not check out, say); returns the outputs.
+     */
+    @Throws(FfiException::class)override fun `refuseCall`(`id`: kotlin.ULong, `error`: kotlin.ByteArray): kotlin.ByteArray {
+            return FfiConverterByteArray.lift(
+    callWithHandle {
+    uniffiRustCallWithError(FfiException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_refuse_call(
+        it,
+        
+        FfiConverterULong.lower(`id`),
+        FfiConverterByteArray.lower(`error`),_status)
 }
     }
     )
@@ -3080,6 +3187,24 @@ public interface AgentRuntime {
      */
     suspend fun `sessionClosed`(`sessionId`: kotlin.String, `dropped`: kotlin.ByteArray)
     
+    /**
+     * A client logs in with `method_id`, one of the configured `agent` methods: check the
+     * credentials it stands for. An `AcpError.Protocol` (or `AuthRequired`) error is the
+     * client's error, its code and message as given; any other error is -32603.
+     */
+    suspend fun `authenticate`(`methodId`: kotlin.String)
+    
+    /**
+     * A request of an extension the agent serves, `params` encoded (optional JSON); its
+     * result, encoded JSON. Errors as for `authenticate`.
+     */
+    suspend fun `extension`(`method`: kotlin.String, `params`: kotlin.ByteArray): kotlin.ByteArray
+    
+    /**
+     * A notification of an extension the agent serves, `params` encoded (optional JSON).
+     */
+    suspend fun `extensionNotification`(`method`: kotlin.String, `params`: kotlin.ByteArray)
+    
     companion object
 }
 
@@ -3297,6 +3422,88 @@ open class AgentRuntimeImpl: Disposable, AutoCloseable, AgentRuntime
     }
 
     
+    /**
+     * A client logs in with `method_id`, one of the configured `agent` methods: check the
+     * credentials it stands for. An `AcpError.Protocol` (or `AuthRequired`) error is the
+     * client's error, its code and message as given; any other error is -32603.
+     */
+    @Throws(FfiException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `authenticate`(`methodId`: kotlin.String) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_authenticate(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`methodId`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        FfiException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A request of an extension the agent serves, `params` encoded (optional JSON); its
+     * result, encoded JSON. Errors as for `authenticate`.
+     */
+    @Throws(FfiException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `extension`(`method`: kotlin.String, `params`: kotlin.ByteArray) : kotlin.ByteArray {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_extension(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`method`),
+        FfiConverterByteArray.lower(`params`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterByteArray.lift(it) },
+        // Error FFI converter
+        FfiException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * A notification of an extension the agent serves, `params` encoded (optional JSON).
+     */
+    @Throws(FfiException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `extensionNotification`(`method`: kotlin.String, `params`: kotlin.ByteArray) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_acp_inject_ffi_fn_method_agentruntime_extension_notification(
+                uniffiHandle,
+                
+        FfiConverterString.lower(`method`),
+        FfiConverterByteArray.lower(`params`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_acp_inject_ffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        FfiException.ErrorHandler,
+    )
+    }
+
+    
 
     
 
@@ -3448,6 +3655,106 @@ internal object uniffiCallbackInterfaceAgentRuntime {
             )
         }
     }
+    internal object `authenticate`: UniffiCallbackInterfaceAgentRuntimeMethod4 {
+        override fun callback(`uniffiHandle`: Long,`methodId`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,) {
+            val uniffiObj = FfiConverterTypeAgentRuntime.handleMap.get(uniffiHandle)
+            val makeCall = suspend { ->
+                uniffiObj.`authenticate`(
+                    FfiConverterString.lift(`methodId`),
+                )
+            }
+            val uniffiHandleSuccess = { _: Unit ->
+                val uniffiResult = UniffiForeignFutureResultVoid.UniffiByValue(
+                    UniffiRustCallStatus.ByValue()
+                )
+                uniffiResult.write()
+                uniffiFutureCallback.callback(uniffiCallbackData, uniffiResult)
+            }
+            val uniffiHandleError = { callStatus: UniffiRustCallStatus.ByValue ->
+                uniffiFutureCallback.callback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid.UniffiByValue(
+                        callStatus,
+                    ),
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall,
+                uniffiHandleSuccess,
+                uniffiHandleError,
+                { e: FfiException -> FfiConverterTypeFfiError.lower(e) },
+                uniffiOutDroppedCallback
+            )
+        }
+    }
+    internal object `extension`: UniffiCallbackInterfaceAgentRuntimeMethod5 {
+        override fun callback(`uniffiHandle`: Long,`method`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteRustBuffer,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,) {
+            val uniffiObj = FfiConverterTypeAgentRuntime.handleMap.get(uniffiHandle)
+            val makeCall = suspend { ->
+                uniffiObj.`extension`(
+                    FfiConverterString.lift(`method`),
+                    FfiConverterByteArray.lift(`params`),
+                )
+            }
+            val uniffiHandleSuccess = { returnValue: kotlin.ByteArray ->
+                val uniffiResult = UniffiForeignFutureResultRustBuffer.UniffiByValue(
+                    FfiConverterByteArray.lower(returnValue),
+                    UniffiRustCallStatus.ByValue()
+                )
+                uniffiResult.write()
+                uniffiFutureCallback.callback(uniffiCallbackData, uniffiResult)
+            }
+            val uniffiHandleError = { callStatus: UniffiRustCallStatus.ByValue ->
+                uniffiFutureCallback.callback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultRustBuffer.UniffiByValue(
+                        RustBuffer.ByValue(),
+                        callStatus,
+                    ),
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall,
+                uniffiHandleSuccess,
+                uniffiHandleError,
+                { e: FfiException -> FfiConverterTypeFfiError.lower(e) },
+                uniffiOutDroppedCallback
+            )
+        }
+    }
+    internal object `extensionNotification`: UniffiCallbackInterfaceAgentRuntimeMethod6 {
+        override fun callback(`uniffiHandle`: Long,`method`: RustBuffer.ByValue,`params`: RustBuffer.ByValue,`uniffiFutureCallback`: UniffiForeignFutureCompleteVoid,`uniffiCallbackData`: Long,`uniffiOutDroppedCallback`: UniffiForeignFutureDroppedCallbackStruct,) {
+            val uniffiObj = FfiConverterTypeAgentRuntime.handleMap.get(uniffiHandle)
+            val makeCall = suspend { ->
+                uniffiObj.`extensionNotification`(
+                    FfiConverterString.lift(`method`),
+                    FfiConverterByteArray.lift(`params`),
+                )
+            }
+            val uniffiHandleSuccess = { _: Unit ->
+                val uniffiResult = UniffiForeignFutureResultVoid.UniffiByValue(
+                    UniffiRustCallStatus.ByValue()
+                )
+                uniffiResult.write()
+                uniffiFutureCallback.callback(uniffiCallbackData, uniffiResult)
+            }
+            val uniffiHandleError = { callStatus: UniffiRustCallStatus.ByValue ->
+                uniffiFutureCallback.callback(
+                    uniffiCallbackData,
+                    UniffiForeignFutureResultVoid.UniffiByValue(
+                        callStatus,
+                    ),
+                )
+            }
+            uniffiTraitInterfaceCallAsyncWithError(
+                makeCall,
+                uniffiHandleSuccess,
+                uniffiHandleError,
+                { e: FfiException -> FfiConverterTypeFfiError.lower(e) },
+                uniffiOutDroppedCallback
+            )
+        }
+    }
 
     internal object uniffiFree: UniffiCallbackInterfaceFree {
         override fun callback(handle: Long) {
@@ -3468,6 +3775,9 @@ internal object uniffiCallbackInterfaceAgentRuntime {
         `sessionOpened`,
         `sessionResumed`,
         `sessionClosed`,
+        `authenticate`,
+        `extension`,
+        `extensionNotification`,
     )
 
     // Registers the foreign callback with the Rust side.

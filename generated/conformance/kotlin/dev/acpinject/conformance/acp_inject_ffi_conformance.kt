@@ -1108,6 +1108,29 @@ public object FfiConverterUShort: FfiConverter<UShort, Short> {
 /**
  * @suppress
  */
+public object FfiConverterULong: FfiConverter<ULong, Long> {
+    override fun lift(value: Long): ULong {
+        return value.toULong()
+    }
+
+    override fun read(buf: ByteBuffer): ULong {
+        return lift(buf.getLong())
+    }
+
+    override fun lower(value: ULong): Long {
+        return value.toLong()
+    }
+
+    override fun allocationSize(value: ULong) = 8UL
+
+    override fun write(value: ULong, buf: ByteBuffer) {
+        buf.putLong(value.toLong())
+    }
+}
+
+/**
+ * @suppress
+ */
 public object FfiConverterBoolean: FfiConverter<Boolean, Byte> {
     override fun lift(value: Byte): Boolean {
         return value.toInt() != 0
@@ -2259,6 +2282,22 @@ sealed class Instruction {
         companion object
     }
     
+    /**
+     * Answer the host call `id` (`AgentCore.answer_call` with `result`, encoded JSON, or
+     * `AgentCore.refuse_call` with `error`, an encoded `TurnFailure`: exactly one is not
+     * empty); report with `record_runtime_result`.
+     */
+    data class AnswerCall(
+        val `id`: kotlin.ULong, 
+        val `result`: kotlin.ByteArray, 
+        val `error`: kotlin.ByteArray) : Instruction()
+        
+    {
+        
+
+        companion object
+    }
+    
 
     
 
@@ -2300,6 +2339,11 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
             9 -> Instruction.ExpectItem(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
+                )
+            10 -> Instruction.AnswerCall(
+                FfiConverterULong.read(buf),
+                FfiConverterByteArray.read(buf),
+                FfiConverterByteArray.read(buf),
                 )
             else -> throw RuntimeException("invalid enum value, something is very wrong!!")
         }
@@ -2370,6 +2414,15 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
                 + FfiConverterString.allocationSize(value.`messageId`)
             )
         }
+        is Instruction.AnswerCall -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterULong.allocationSize(value.`id`)
+                + FfiConverterByteArray.allocationSize(value.`result`)
+                + FfiConverterByteArray.allocationSize(value.`error`)
+            )
+        }
     }
 
     override fun write(value: Instruction, buf: ByteBuffer) {
@@ -2418,6 +2471,13 @@ public object FfiConverterTypeInstruction : FfiConverterRustBuffer<Instruction>{
                 buf.putInt(9)
                 FfiConverterString.write(value.`session`, buf)
                 FfiConverterString.write(value.`messageId`, buf)
+                Unit
+            }
+            is Instruction.AnswerCall -> {
+                buf.putInt(10)
+                FfiConverterULong.write(value.`id`, buf)
+                FfiConverterByteArray.write(value.`result`, buf)
+                FfiConverterByteArray.write(value.`error`, buf)
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }

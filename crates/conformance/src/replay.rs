@@ -511,6 +511,17 @@ impl VectorRun {
                 [] => Ok(()),
                 _ => Err(fail(format!("expected nothing sent, got {sent:?}"))),
             },
+            // An array: these lines, in order (a client sends no batches).
+            (Ok(()), Some(Value::Array(expected)), None) => {
+                if expected.len() != sent.len() {
+                    return Err(fail(format!("expected {} lines sent, got {}: {sent:?}", expected.len(), sent.len())));
+                }
+                for (i, (e, line)) in expected.iter().zip(sent).enumerate() {
+                    let actual: Value = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
+                    self.captures.matches(e, &actual, &format!("sends[{i}]")).map_err(fail)?;
+                }
+                Ok(())
+            }
             (Ok(()), Some(expected), None) => {
                 let [line] = sent else { return Err(fail(format!("expected one line sent, got {}: {sent:?}", sent.len()))) };
                 let actual: Value = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;

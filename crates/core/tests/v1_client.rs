@@ -76,3 +76,37 @@ fn a_v1_permission_request_reads_as_v2_and_is_answered_in_the_shape_both_share()
     let refused: Value = serde_json::from_str(&c.take_outgoing()[0]).unwrap();
     assert_eq!(refused["error"]["code"], -32602);
 }
+
+#[test]
+fn permission_requests_settled_by_the_client_take_the_apps_late_answer_and_send_nothing() {
+    // C-PERM-1 where the vectors cannot look: the app's answer after the client settled the
+    // request, and the notification the app gets for a withdrawn one.
+    let mut c = v1_client();
+    for id in [7, 8] {
+        let line = json!({ "jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": {
+            "sessionId": "s1",
+            "toolCall": { "toolCallId": format!("t{id}"), "title": "Write main.rs", "kind": "edit" },
+            "options": [{ "optionId": "allow", "name": "Allow", "kind": "allow_once" }] } });
+        c.receive_line(&line.to_string());
+    }
+    let _ = c.take_events();
+    let allow = || RequestPermissionOutcome::Selected(Box::new(SelectedPermissionOutcome::new(String::from("allow"))));
+    c.receive_line(&json!({ "jsonrpc": "2.0", "method": "$/cancel_request", "params": { "requestId": 8 } }).to_string());
+    let events = c.take_events();
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Notification { method, params: Some(p) } if method == "$/cancel_request" && p["requestId"] == 8)),
+        "the app hears of the withdrawal: {events:?}"
+    );
+    let answer: Value = serde_json::from_str(&c.take_outgoing()[0]).unwrap();
+    assert_eq!(answer, json!({ "jsonrpc": "2.0", "id": 8, "result": { "outcome": { "outcome": "cancelled" } } }));
+    c.cancel(&SessionId("s1".into()));
+    let sent: Vec<Value> = c.take_outgoing().iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(sent[0]["method"], "session/cancel");
+    assert_eq!(sent[1], json!({ "jsonrpc": "2.0", "id": 7, "result": { "outcome": { "outcome": "cancelled" } } }));
+    assert_eq!(sent.len(), 2);
+    let late = |id: i64| serde_json::from_value(json!(id)).unwrap();
+    c.answer_permission(&late(7), allow()).expect("settled: the late answer is taken");
+    c.answer_permission(&late(8), allow()).expect("settled: the late answer is taken");
+    assert!(c.take_outgoing().is_empty(), "a settled request is answered once");
+    assert!(c.answer_permission(&late(9), allow()).is_err(), "a request never received is still refused");
+}

@@ -17,7 +17,7 @@ use acp_inject_wire::{
     Implementation, InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse,
     ListSessionsRequest, ListSessionsResponse, LoginAuthRequest, LogoutAuthRequest, McpServer, MessageId, NewSessionRequest,
     NewSessionResponse, PromptRequest, ProtocolVersion, ReplaceInjectRequest, ReplayFrom, ReplayFromStart, RequestId,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest,
+    CancelledPermissionOutcome, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest,
     SessionId, SessionStatus, SessionStatusRequest, SessionStatusResponse, SteeringOutcome, SteeringRequest, SteeringResponse,
     UpdateSessionNotification,
 };
@@ -30,6 +30,10 @@ use super::item::ItemMode;
 use super::mirror::SessionMirror;
 use super::view::CallRejected;
 use crate::agent::{PENDING_EXTENSION, STEERING_MESSAGE_ID};
+
+/// How many permission requests the client answered itself it remembers, for the app's late
+/// answers (C-PERM-1).
+const SETTLED_REMEMBERED: usize = 256;
 
 // What the agent writes: framing, routing by id and by session, the agent's own requests.
 mod input;
@@ -152,7 +156,12 @@ pub struct ClientConnection {
     outbox: VecDeque<String>,
     framer: LineFramer,
     max_line_bytes: usize,
-    permissions: HashMap<RequestId, String>,
+    /// The open `session/request_permission` requests, with their sessions (ordered: what the
+    /// client answers for a cancel goes out in the agent's order).
+    permissions: BTreeMap<RequestId, String>,
+    /// Permission requests the client answered itself (C-PERM-1): the app's later answer to
+    /// one is accepted and sends nothing. The newest [`SETTLED_REMEMBERED`] are kept.
+    settled: VecDeque<RequestId>,
     ignored: u64,
     steer_fallback: Option<SteerFallback>,
     /// The calls of held prompts, answered when each goes out (C-V1-2): by session and item.
@@ -221,7 +230,8 @@ impl ClientConnection {
             outbox: VecDeque::new(),
             framer: LineFramer::new(max_line_bytes),
             max_line_bytes,
-            permissions: HashMap::new(),
+            permissions: BTreeMap::new(),
+            settled: VecDeque::new(),
             ignored: 0,
             steer_fallback: None,
             held_calls: HashMap::new(),
@@ -556,12 +566,18 @@ impl ClientConnection {
         Ok(self.send(&params, Some(session_id), Flight::Replace(item, content)))
     }
 
-    /// `session/cancel` (a notification: nothing answers it). Prompts held for a version 1
+    /// `session/cancel` (a notification: nothing answers it). The session's open permission
+    /// requests are answered `cancelled` right after it (C-PERM-1). Prompts held for a version 1
     /// agent's turn are dropped with it, their calls answered -32800 (C-V1-2); queued
     /// messages stay held.
     pub fn cancel(&mut self, session_id: &SessionId) {
         let params = CancelSessionNotification::new(session_id.clone());
         self.outbox.push_back(jsonrpc::notification_line(&params));
+        let open: Vec<RequestId> =
+            self.permissions.iter().filter(|(_, s)| **s == session_id.0).map(|(id, _)| id.clone()).collect();
+        for id in open {
+            self.settle_permission(&id);
+        }
         let Some(m) = self.sessions.get_mut(session_id) else { return };
         let (dropped, events) = m.drop_held_prompts();
         for e in events {
@@ -588,13 +604,33 @@ impl ClientConnection {
         self.send(&params, Some(session_id), Flight::Status)
     }
 
-    /// Answers an open `session/request_permission`.
+    /// Answers an open `session/request_permission`. A request the client already answered
+    /// `cancelled` itself (a `session/cancel`, the agent's `$/cancel_request`: C-PERM-1) takes
+    /// the answer and sends nothing.
     pub fn answer_permission(&mut self, request: &RequestId, outcome: RequestPermissionOutcome) -> Result<(), CallRejected> {
         if self.permissions.remove(request).is_none() {
+            if self.settled.contains(request) {
+                return Ok(());
+            }
             return Err(CallRejected::InvalidArguments(format!("no open permission request with id {request}")));
         }
         self.outbox.push_back(jsonrpc::result_line(request, &RequestPermissionResponse::new(outcome)));
         Ok(())
+    }
+
+    /// Answers the open permission request `id` `cancelled` on the app's behalf (C-PERM-1);
+    /// false when it is not open.
+    pub(super) fn settle_permission(&mut self, id: &RequestId) -> bool {
+        if self.permissions.remove(id).is_none() {
+            return false;
+        }
+        let cancelled = RequestPermissionOutcome::Cancelled(Box::new(CancelledPermissionOutcome::new()));
+        self.outbox.push_back(jsonrpc::result_line(id, &RequestPermissionResponse::new(cancelled)));
+        if self.settled.len() == SETTLED_REMEMBERED {
+            self.settled.pop_front();
+        }
+        self.settled.push_back(id.clone());
+        true
     }
 
     fn session_event(&mut self, session_id: &SessionId, event: SessionEvent) {

@@ -119,6 +119,20 @@ impl ClientConnection {
                     Err(e) => self.ignore(format!("a session/update that does not decode: {e}")),
                 }
             }
+            // The agent withdraws a permission request: answered `cancelled` (C-PERM-1), and
+            // the app hears of it below, to close its dialog.
+            Incoming::Notification { method, params } if method == acp_inject_wire::methods::CANCEL_REQUEST => {
+                let request = params
+                    .and_then(|p| serde_json::from_str::<acp_inject_wire::CancelRequestNotification>(p.get()).ok())
+                    .map(|n| n.request_id);
+                if request.as_ref().is_some_and(|id| self.settle_permission(id)) {
+                    let params = params.and_then(|p| serde_json::from_str(p.get()).ok());
+                    self.events.push_back(Event::Notification { method: method.into_owned(), params });
+                } else {
+                    // Answered already, or a request this client never had: nothing to do.
+                    self.ignore("a $/cancel_request for no open request of the agent's".into());
+                }
+            }
             // Not the library's to handle: the app's (an extension's, or a newer method).
             Incoming::Notification { method, params } => {
                 let params = params.and_then(|p| serde_json::from_str(p.get()).ok());

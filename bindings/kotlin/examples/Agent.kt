@@ -3,7 +3,11 @@
 // user sends mid-turn at each tool result. Queue, steer, revoke, replace, cancel, status, list,
 // resume and close are the library's.
 //
-//   java -cp CLASSPATH AgentKt [--store sessions.db] [--delay-ms 50]     (bindings/kotlin/README.md)
+//   java -cp CLASSPATH AgentKt [--store sessions.db] [--delay-ms 50] [--require-api-key]   (bindings/kotlin/README.md)
+//
+// With --require-api-key it advertises one auth method (`api-key`) and serves a client only once
+// it logged in with it (`auth/login`, v1's `authenticate`), which succeeds when the environment
+// variable ACP_EXAMPLE_API_KEY is set.
 import dev.acpinject.*
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
@@ -35,10 +39,17 @@ class ScriptedAgent(private val delay: Duration) : Agent() {
         val n = heard.size.toLong()
         return TurnEnd(StopReason.END_TURN, Usage(totalTokens = 100 * n + 50, inputTokens = 100 * n, outputTokens = 50))
     }
+
+    override suspend fun authenticate(methodId: String) {
+        if (System.getenv("ACP_EXAMPLE_API_KEY").isNullOrEmpty()) throw refused(-32000, "Authentication required", "set ACP_EXAMPLE_API_KEY")
+    }
 }
 
 fun main(args: Array<String>) {
     fun option(name: String): String? = args.indexOf(name).takeIf { it >= 0 }?.let { args.getOrNull(it + 1) }
     val delay = (option("--delay-ms")?.toLong() ?: 50L).milliseconds
-    runAgent(ScriptedAgent(delay), agentConfig("acp-inject-kotlin-example"), store = option("--store"), listen = option("--listen"))
+    val requireKey = "--require-api-key" in args
+    val apiKey = AuthMethodAgent(methodId = "api-key", name = "API key", description = "ACP_EXAMPLE_API_KEY in the agent's environment")
+    val config = agentConfig("acp-inject-kotlin-example", authMethods = if (requireKey) listOf(apiKey) else emptyList(), authRequired = requireKey)
+    runAgent(ScriptedAgent(delay), config, store = option("--store"), listen = option("--listen"))
 }

@@ -19,6 +19,29 @@
  * fun main() = runAgent(Echo())
  * ```
  *
+ * An agent that requires a login advertises its methods and checks them in
+ * [Agent.authenticate]; one serving extension methods lists them and answers in
+ * [Agent.extension]:
+ *
+ * ```kotlin
+ * class Guarded : Agent() {
+ *     override suspend fun run(turn: AgentTurn, messages: List<UserInput>): TurnEnd? {
+ *         turn.say("Logged in, you said: " + textOf(messages.flatMap { it.content }))
+ *         return null
+ *     }
+ *
+ *     override suspend fun authenticate(methodId: String) {
+ *         if (System.getenv("ACME_API_KEY") == null) throw refused(-32000, "Authentication required", "set ACME_API_KEY")
+ *     }
+ *
+ *     override suspend fun extension(method: String, params: JsonElement?): JsonElement? =
+ *         buildJsonObject { put("method", method) }
+ * }
+ *
+ * val apiKey = AuthMethodAgent("api-key", "API key")
+ * fun main() = runAgent(Guarded(), agentConfig("guarded", authMethods = listOf(apiKey), authRequired = true, extensions = listOf("_acme/whoami")))
+ * ```
+ *
  * stdout carries the protocol: log to stderr.
  */
 package dev.acpinject
@@ -32,6 +55,7 @@ import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withContext
+import kotlinx.serialization.json.JsonElement
 import java.util.concurrent.atomic.AtomicBoolean
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
@@ -162,7 +186,35 @@ abstract class Agent {
 
     /** A session closed; [dropped] were pending and will never be delivered. */
     open suspend fun closed(sessionId: String, dropped: List<PendingInject>) {}
+
+    /** A client logs in with [methodId], one of the `agent` methods the configuration
+     *  advertises (`agentConfig(authMethods = …)`): check the credentials it stands for. Return
+     *  to log the connection in; throw `refused(-32000, "Authentication required", "why")` to
+     *  refuse with that error. The default refuses. */
+    open suspend fun authenticate(methodId: String) {
+        throw refused(-32000, "Authentication required", "this agent cannot check the method '$methodId'")
+    }
+
+    /** A request of an extension this agent serves (`agentConfig(extensions = …)`), its
+     *  [params] as they came (`null` when it had none): return its result (`null` is JSON
+     *  `null`), or throw `refused(code, message)`. The default answers -32601. */
+    open suspend fun extension(method: String, params: JsonElement?): JsonElement? {
+        throw refused(-32601, "Method not found")
+    }
+
+    /** A notification of an extension this agent serves. The default ignores it. */
+    open suspend fun extensionNotification(method: String, params: JsonElement?) {}
 }
+
+/**
+ * The error to throw from [Agent.authenticate] or [Agent.extension] to answer the client with
+ * this JSON-RPC error (an [AcpException.Protocol]; [detail] goes in its `data.detail`):
+ * `throw refused(-32000, "Authentication required", "set ACME_API_KEY")`. Anything else thrown
+ * from them reaches the client as -32603 (Internal error), what it said only in this process's
+ * stderr.
+ */
+fun refused(code: Long, message: String, detail: String? = null): AcpException =
+    AcpException.Protocol(ProtocolError(code = code, message = message, detail = detail))
 
 /** What a callback of the library hands back: a value, or the error it raised, encoded. */
 private suspend inline fun <T> callback(body: () -> T): T = try {
@@ -190,19 +242,43 @@ private class Runtime(private val agent: Agent) : FfiAgentRuntime {
 
     override suspend fun sessionClosed(sessionId: String, dropped: ByteArray) =
         callback { agent.closed(sessionId, PendingInjectCodec.list.decode(dropped)) }
+
+    override suspend fun authenticate(methodId: String) = callback { agent.authenticate(methodId) }
+
+    override suspend fun extension(method: String, params: ByteArray): ByteArray =
+        callback { OPTIONAL_JSON.encode(agent.extension(method, OPTIONAL_JSON.decode(params))) }
+
+    override suspend fun extensionNotification(method: String, params: ByteArray) =
+        callback { agent.extensionNotification(method, OPTIONAL_JSON.decode(params)) }
 }
 
 private fun server(agent: Agent, config: AgentConfig, store: String?): FfiAgentServer =
     ffi { FfiAgentServer(Runtime(agent), AgentConfigCodec.encode(config), store) }
 
-/** The default configuration (queue and steer, replace) under this agent's name;
- *  [steerInStream] `INTERRUPT` cuts the model stream for a steer instead of finishing it. */
-fun agentConfig(name: String, version: String = "0.1.0", steerInStream: SteerInStream = SteerInStream.FINISH): AgentConfig {
+/**
+ * The default configuration (queue and steer, replace) under this agent's name;
+ * [steerInStream] `INTERRUPT` cuts the model stream for a steer instead of finishing it.
+ * [authMethods] are advertised in `initialize` (an [AuthMethodAgent] is checked by
+ * [Agent.authenticate] when a client logs in with it; an [AuthMethodTerminal] is the client's
+ * to run); with [authRequired] a connection's requests are answered -32000 (Authentication
+ * required) until it logged in. [extensions] are the `_`-methods [Agent.extension] and
+ * [Agent.extensionNotification] serve (any other `_` request is -32601).
+ */
+fun agentConfig(
+    name: String,
+    version: String = "0.1.0",
+    steerInStream: SteerInStream = SteerInStream.FINISH,
+    authMethods: List<AuthMethod> = emptyList(),
+    authRequired: Boolean = false,
+    extensions: List<String> = emptyList(),
+): AgentConfig {
     val default = defaultAgentConfig()
     return default.copy(
         info = AgentInfo(name = name, version = version),
         inject = default.inject?.copy(steerInStream = listOf(steerInStream)),
         policy = default.policy.copy(steerInStream = steerInStream),
+        auth = AuthSupport(methods = authMethods, required = authRequired),
+        extensions = extensions,
     )
 }
 

@@ -149,6 +149,10 @@ class Client internal constructor(
     /** What the agent offers for `session/inject` (`null`: no inject). */
     val inject: InjectCapabilities? get() = agent.capabilities?.session?.inject
 
+    /** The agent's `authMethods` ([AuthMethodAgent], [AuthMethodTerminal], or an
+     *  [OtherAuthMethod] of a type this version does not know); empty when it needs none. */
+    val authMethods: List<AuthMethod> get() = agent.authMethods.orEmpty()
+
     /** `session/new`. */
     suspend fun newSession(
         cwd: String,
@@ -175,7 +179,7 @@ class Client internal constructor(
     suspend fun resume(sessionId: String, cwd: String, replay: Boolean = true): ClientSession =
         ClientSession(ffi { connection.resume(sessionId, cwd, replay) }, this)
 
-    /** `auth/login` with one of the agent's `authMethods` (`authenticate` to a version 1 agent);
+    /** `auth/login` with one of [authMethods] (`authenticate` to a version 1 agent);
      *  [AcpException.Rejected] without sending for a method the agent does not advertise. What
      *  the agent refused with [AcpException.AuthRequired] may be called again afterwards. */
     suspend fun authenticate(methodId: String): Unit = ffi { connection.authenticate(methodId) }
@@ -233,7 +237,6 @@ class Client internal constructor(
 
     private companion object {
         val JSON: ValueCodec<JsonElement> = Values.codec<JsonElement>()
-        val OPTIONAL_JSON: ValueCodec<JsonElement?> = Values.codec<JsonElement?>()
     }
 }
 

@@ -12,12 +12,16 @@ package dev.acpinject
 import dev.acpinject.ffi.AgentCore as FfiAgentCore
 import dev.acpinject.ffi.ClientCore as FfiClientCore
 import dev.acpinject.ffi.defaultAgentConfig as ffiDefaultAgentConfig
+import kotlinx.serialization.json.JsonElement
 import java.nio.ByteBuffer
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 
 /** [bytes] in a direct buffer (what the library's by-reference byte arguments need). */
 internal fun direct(bytes: ByteArray): ByteBuffer = ByteBuffer.allocateDirect(bytes.size).put(bytes).flip()
+
+/** The codec of optional JSON (`nil` for `null`), as host calls' params and results cross. */
+internal val OPTIONAL_JSON: ValueCodec<JsonElement?> = Values.codec<JsonElement?>()
 
 /**
  * One client connection to an agent, without I/O: calls queue lines to send ([takeOutgoing])
@@ -158,7 +162,10 @@ fun defaultAgentConfig(): AgentConfig = AgentConfigCodec.result(ffiDefaultAgentC
  * The agent side of one agent process (all its sessions), without I/O: a host moves bytes and
  * runs the turns; the core speaks the protocol. Client lines go in with [handleLine] (or
  * [handleText], [handleBytes]), the model loop reports with [runtimeEvent], and both return
- * what to do as [Output]s: [Line]s to write to connections, [Action]s for the model loop.
+ * what to do as [Output]s: [Line]s to write to connections, [Action]s for the model loop, and
+ * [HostCallMade]s, what a connection asks of the host itself (a login with one of
+ * [AgentConfig.auth]'s methods, an extension of [AgentConfig.extensions]), for the host to
+ * answer with [answerCall] or [refuseCall].
  */
 class AgentCore private constructor(internal val inner: FfiAgentCore) : AutoCloseable {
     /** An agent keeping sessions in memory. */
@@ -236,6 +243,19 @@ class AgentCore private constructor(internal val inner: FfiAgentCore) : AutoClos
      *  the core cannot apply it. */
     fun runtimeEvent(sessionId: String, event: RuntimeEvent): List<Output> =
         outputs(ffi { inner.runtimeEvent(sessionId, RuntimeEventCodec.encode(event)) })
+
+    /** Answers the host call [id] (a [HostCallMade] output) with [result], JSON (for an
+     *  [Authenticate] call any value, `null` too: the connection is logged in); every output it
+     *  caused. [AcpException.Host] ([HostError.UNKNOWN_REQUEST]) when the call is not open (a
+     *  notification's call never is: it wants no answer). */
+    fun answerCall(id: Long, result: JsonElement? = null): List<Output> =
+        outputs(ffi { inner.answerCall(id.toULong(), OPTIONAL_JSON.encode(result)) })
+
+    /** Refuses the host call [id] with [error], the JSON-RPC error the client gets
+     *  (`TurnFailure(-32000, "Authentication required")` for credentials that do not check
+     *  out, say); every output it caused. [AcpException.Host] as for [answerCall]. */
+    fun refuseCall(id: Long, error: TurnFailure): List<Output> =
+        outputs(ffi { inner.refuseCall(id.toULong(), TurnFailureCodec.encode(error)) })
 
     /** A fresh id for an agent message or thought. */
     fun mintAgentMessageId(): MessageId = ffi { inner.mintAgentMessageId() }

@@ -17,6 +17,9 @@ class Wire(config: AgentConfig = defaultAgentConfig()) : AutoCloseable {
     val events = mutableListOf<Event>()
     val actions = mutableListOf<Action>()
 
+    /** What the client asked of the host itself (a login, an extension), left open. */
+    val calls = mutableListOf<HostCallMade>()
+
     init {
         agent.attach(CONNECTION, ConnectionRole.CONTROLLER)
         client.initialize(Implementation(name = "wire", version = "1"))
@@ -43,6 +46,7 @@ class Wire(config: AgentConfig = defaultAgentConfig()) : AutoCloseable {
         when (out) {
             is Line -> if (CONNECTION in out.to) events += client.receive(out.line)
             is Action -> actions += out
+            is HostCallMade -> calls += out
         }
     }
 

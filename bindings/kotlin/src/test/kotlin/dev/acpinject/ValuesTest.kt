@@ -80,6 +80,11 @@ fun kindOf(output: Output): String = when (output) {
         is PermissionAnswered -> "answered"
         is ReleaseSession -> "release"
     }
+    is HostCallMade -> when (val c = output.call) {
+        is Authenticate -> "login ${c.methodId}"
+        is ExtensionRequest -> "extension ${c.method}"
+        is ExtensionNotification -> "extension notification ${c.method}"
+    }
 }
 
 /** The error classes, exhaustive over the sealed class. */

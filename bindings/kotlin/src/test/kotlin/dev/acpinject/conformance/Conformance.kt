@@ -36,9 +36,11 @@ import dev.acpinject.MirrorSnapshot
 import dev.acpinject.Output
 import dev.acpinject.RuntimeEvent
 import dev.acpinject.SteerFallback
+import dev.acpinject.TurnFailure
 import dev.acpinject.Values
 import dev.acpinject.description
 import dev.acpinject.ffi.FfiException
+import kotlinx.serialization.json.JsonElement
 import java.io.File
 import kotlin.system.exitProcess
 
@@ -79,6 +81,20 @@ private fun driveAgent(run: VectorRun) {
                     outputs.clear()
                 }
                 is Instruction.ExpectHistory -> engine { run.checkHistory(Values.encode(core.history(step.session))) }
+                is Instruction.AnswerCall -> {
+                    // Exactly one of `result` (encoded JSON) and `error` (an encoded TurnFailure) is not empty.
+                    val refused = try {
+                        outputs += if (step.error.isNotEmpty()) {
+                            core.refuseCall(step.id.toLong(), Values.decode<TurnFailure>(step.error))
+                        } else {
+                            core.answerCall(step.id.toLong(), Values.decode<JsonElement?>(step.result))
+                        }
+                        null
+                    } catch (e: AcpException.Host) {
+                        e.error
+                    }
+                    engine { run.recordRuntimeResult(Values.encode<HostError?>(refused)) }
+                }
                 else -> mismatch("an agent-side vector has a client-side step: $step")
             }
         }

@@ -3,7 +3,9 @@
 // (`initialize`, sessions: new, list, resume with replay, close, status; prompts, queue and
 // steer injects, revoke, replace, cancel) and calls `run` once per turn with the messages that
 // open it; `AgentTurn` streams the agent's output, asks permission and reports break-points,
-// where steers the user sent mid-turn are delivered and handed back.
+// where steers the user sent mid-turn are delivered and handed back. A login (`auth/login`) and
+// the extension methods the configuration declares go to the agent's `authenticate`,
+// `extensionRequest` and `extensionNotification` hooks.
 //
 // This is the Swift counterpart of Python's `acp_inject.agent` and Kotlin's `Agent.kt`, over
 // the same generated objects (the binding's `AgentServer`, its callback interface
@@ -12,11 +14,13 @@ import AcpInjectFFI
 import Foundation
 
 /// An agent: what the library calls for each turn, and (optionally) when sessions open,
-/// resume and close.
+/// resume and close, when a client logs in, and for the extension methods it serves.
 ///
-/// Only ``run(turn:messages:)`` is required; the session hooks default to doing nothing. The
-/// library calls these methods from its own threads, several sessions at once, hence
-/// `Sendable`: keep per-session state behind an actor or a lock.
+/// Only ``run(turn:messages:)`` is required; the session hooks default to doing nothing,
+/// ``authenticate(methodId:)`` and ``extensionRequest(method:params:)`` to refusing (they
+/// matter to an agent whose configuration advertises auth methods or extensions). The library
+/// calls these methods from its own threads, several sessions at once, hence `Sendable`: keep
+/// per-session state behind an actor or a lock.
 ///
 /// ```swift
 /// import AcpInject
@@ -75,6 +79,41 @@ public protocol Agent: Sendable {
     ///   - sessionId: the closed session's id.
     ///   - dropped: the injects that were pending and will never be delivered.
     func closed(sessionId: String, dropped: [PendingInject]) async throws
+
+    /// A client logs in (`auth/login`, ACP v1's `authenticate`) with `methodId`, one of the
+    /// `agent` methods the configuration advertises (the `authMethods` of
+    /// ``agentConfig(name:version:steerInStream:authMethods:authRequired:extensions:)``): check
+    /// the credentials it stands for.
+    ///
+    /// Return to log the connection in (with `authRequired`, its session methods are served
+    /// from then on, until it logs out); throw ``AcpError/refused(code:message:detail:)`` to
+    /// answer the client with that error instead. Any other error reaches the client as a
+    /// generic internal error (-32603). The default refuses: -32000, "Authentication
+    /// required".
+    ///
+    /// - Parameter methodId: the method's id.
+    func authenticate(methodId: String) async throws
+
+    /// A request of an extension this agent serves (one of the configuration's
+    /// `extensions`, a method starting with `_`): its result, any JSON.
+    ///
+    /// Throw ``AcpError/refused(code:message:detail:)`` to answer with that error (-32602 for
+    /// params it cannot use, say); any other error reaches the client as -32603. The default
+    /// refuses: -32601, "Method not found".
+    ///
+    /// - Parameters:
+    ///   - method: the method, as the client sent it.
+    ///   - params: its params as they came (an object or an array), `nil` when it had none.
+    /// - Returns: the result the client gets.
+    func extensionRequest(method: String, params: JSONValue?) async throws -> JSONValue
+
+    /// A notification of an extension this agent serves. The default ignores it; what it
+    /// throws stays in this process's log (a notification has no answer).
+    ///
+    /// - Parameters:
+    ///   - method: the method, as the client sent it.
+    ///   - params: its params as they came, `nil` when it had none.
+    func extensionNotification(method: String, params: JSONValue?) async throws
 }
 
 extension Agent {
@@ -86,6 +125,43 @@ extension Agent {
 
     /// Does nothing.
     public func closed(sessionId: String, dropped: [PendingInject]) async throws {}
+
+    /// Refuses: -32000, "Authentication required" (this agent checks no method).
+    public func authenticate(methodId: String) async throws {
+        let detail = "this agent cannot check the method \(String(reflecting: methodId))"
+        throw AcpError.refused(code: -32000, message: "Authentication required", detail: detail)
+    }
+
+    /// Refuses: -32601, "Method not found".
+    public func extensionRequest(method: String, params: JSONValue?) async throws -> JSONValue {
+        throw AcpError.refused(code: -32601, message: "Method not found")
+    }
+
+    /// Ignores it.
+    public func extensionNotification(method: String, params: JSONValue?) async throws {}
+}
+
+extension AcpError {
+    /// The error an ``Agent`` throws from ``Agent/authenticate(methodId:)`` or
+    /// ``Agent/extensionRequest(method:params:)`` to answer the client with this JSON-RPC
+    /// error (`AcpError.protocol`; the client reads `detail` as its `data.detail`).
+    ///
+    /// ```swift
+    /// func authenticate(methodId: String) async throws {
+    ///     guard ProcessInfo.processInfo.environment["ACME_API_KEY"] != nil else {
+    ///         throw AcpError.refused(code: -32000, message: "Authentication required", detail: "set ACME_API_KEY")
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - code: the JSON-RPC code (-32000 for credentials that do not check out, -32602 for
+    ///     params an extension cannot use, …).
+    ///   - message: the error's message.
+    ///   - detail: more, for a person.
+    public static func refused(code: Int, message: String, detail: String? = nil) -> AcpError {
+        .protocol(error: ProtocolError(code: code, message: message, detail: detail))
+    }
 }
 
 /// One running turn: what the agent says and does, and what the user sends meanwhile.
@@ -352,17 +428,52 @@ final class AgentAdapter: AgentRuntime {
         let dropped = try AcpInject.input([PendingInject].self, dropped)
         do { try await agent.closed(sessionId: sessionId, dropped: dropped) } catch { throw AcpError.from(error).ffi }
     }
+
+    func authenticate(methodId: String) async throws {
+        do { try await agent.authenticate(methodId: methodId) } catch { throw AcpError.from(error).ffi }
+    }
+
+    func extensionRequest(method: String, params: Data) async throws -> Data {
+        let params = try AcpInject.input(JSONValue?.self, params)
+        do {
+            return Boundary.encode(try await agent.extensionRequest(method: method, params: params))
+        } catch {
+            throw AcpError.from(error).ffi
+        }
+    }
+
+    func extensionNotification(method: String, params: Data) async throws {
+        let params = try AcpInject.input(JSONValue?.self, params)
+        do { try await agent.extensionNotification(method: method, params: params) } catch { throw AcpError.from(error).ffi }
+    }
 }
 
 /// The default configuration (queue and steer, replace) under this agent's name.
+///
+/// ```swift
+/// let apiKey = AuthMethod.agent(AuthMethodAgent(methodId: "api-key", name: "API key"))
+/// let config = agentConfig(name: "acme", authMethods: [apiKey], authRequired: true, extensions: ["_acme/usage"])
+/// ```
 ///
 /// - Parameters:
 ///   - name: the agent's name, as `initialize` announces it.
 ///   - version: the agent's version.
 ///   - steerInStream: `.finish` (the default) lets the model stream finish before a steer is
 ///     delivered; `.interrupt` asks to cut it (see ``AgentTurn/interruptRequested``).
-/// - Returns: ``defaultAgentConfig()`` with that identity and steer behaviour.
-public func agentConfig(name: String, version: String = "0.1.0", steerInStream: SteerInStream = .finish) -> AgentConfig {
+///   - authMethods: the `authMethods` `initialize` advertises: a client logging in with an
+///     `.agent` one is checked by ``Agent/authenticate(methodId:)``; a `.terminal` one the
+///     client runs itself.
+///   - authRequired: every request of a connection but `initialize` and `auth/*` is answered
+///     -32000 (Authentication required) until the connection logged in.
+///   - extensions: the extension methods (starting with `_`) ``Agent/extensionRequest(method:params:)``
+///     and ``Agent/extensionNotification(method:params:)`` serve; any other `_` method is
+///     answered -32601.
+/// - Returns: ``defaultAgentConfig()`` with that identity, steer behaviour, authentication and
+///   extensions.
+public func agentConfig(
+    name: String, version: String = "0.1.0", steerInStream: SteerInStream = .finish, authMethods: [AuthMethod] = [],
+    authRequired: Bool = false, extensions: [String] = []
+) -> AgentConfig {
     let d: AgentConfig = defaultAgentConfig()
     let inject = d.inject.map { InjectCapabilities(modes: $0.modes, pending: $0.pending, steerInStream: [steerInStream], meta: $0.meta) }
     let p = d.policy
@@ -370,11 +481,15 @@ public func agentConfig(name: String, version: String = "0.1.0", steerInStream: 
         queueDrain: p.queueDrain, steerInStream: steerInStream, revokeReplace: p.revokeReplace, rememberIds: p.rememberIds,
         clearStyle: p.clearStyle, maxLineBytes: p.maxLineBytes, listPageSize: p.listPageSize
     )
-    return AgentConfig(inject: inject, policy: policy, info: AgentInfo(name: name, version: version), setup: d.setup)
+    return AgentConfig(
+        inject: inject, policy: policy, info: AgentInfo(name: name, version: version), setup: d.setup,
+        auth: AuthSupport(methods: authMethods, required: authRequired), extensions: extensions
+    )
 }
 
-/// The configuration used when none is given: ``agentConfig(name:version:steerInStream:)``
-/// under the agent's type name.
+/// The configuration used when none is given:
+/// ``agentConfig(name:version:steerInStream:authMethods:authRequired:extensions:)`` under the
+/// agent's type name.
 private func defaultConfig(for agent: any Agent) -> AgentConfig {
     agentConfig(name: String(describing: type(of: agent)))
 }
@@ -390,7 +505,8 @@ public final class AgentServer: Sendable {
     /// - Parameters:
     ///   - agent: the agent.
     ///   - config: what it advertises and how it behaves; by default
-    ///     ``agentConfig(name:version:steerInStream:)`` under the agent's type name.
+    ///     ``agentConfig(name:version:steerInStream:authMethods:authRequired:extensions:)`` under
+    ///     the agent's type name.
     ///   - store: where sessions live so that they outlive the process: a SQLite file's path,
     ///     or a `postgres://` URL several agent hosts share
     ///     (`postgres://USER@HOST/DB?acp_host=NAME&acp_lease_ms=N`, each host its own `NAME`);
@@ -447,8 +563,9 @@ public final class AgentServer: Sendable {
 ///
 /// - Parameters:
 ///   - agent: the agent.
-///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
-///     name.
+///   - config: by default
+///     ``agentConfig(name:version:steerInStream:authMethods:authRequired:extensions:)`` under
+///     the agent's type name.
 ///   - store: sessions outlive the process in this store (see
 ///     ``AgentServer/init(agent:config:store:)``); `nil` keeps them in memory.
 /// - Throws: `AcpError` when the server cannot be built or stdio fails.
@@ -511,8 +628,9 @@ public final class Listening: Sendable, CustomStringConvertible {
 /// - Parameters:
 ///   - agent: the agent.
 ///   - address: `HOST:PORT` to bind; port 0 picks a free one (see ``Listening/url``).
-///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
-///     name.
+///   - config: by default
+///     ``agentConfig(name:version:steerInStream:authMethods:authRequired:extensions:)`` under
+///     the agent's type name.
 ///   - store: sessions outlive the process in this store (see
 ///     ``AgentServer/init(agent:config:store:)``); `nil` keeps them in memory.
 ///   - token: clients must send `Authorization: Bearer <token>`; required on anything but a
@@ -537,8 +655,9 @@ public func listen(
 ///
 /// - Parameters:
 ///   - agent: the agent.
-///   - config: by default ``agentConfig(name:version:steerInStream:)`` under the agent's type
-///     name.
+///   - config: by default
+///     ``agentConfig(name:version:steerInStream:authMethods:authRequired:extensions:)`` under
+///     the agent's type name.
 ///   - store: sessions outlive the process in this store; `nil` keeps them in memory.
 ///   - address: (argument label `listen`) `HOST:PORT` to serve over the network instead of
 ///     stdio.

@@ -125,6 +125,8 @@ public final class Client: Sendable, CustomStringConvertible {
     let connection: AcpInjectFFI.Connection
     private let closed = Locked(false)
     private let permissionHandler: Locked<PermissionHandler?>
+    /// The notification being fetched, shared so that a cancelled wait loses nothing.
+    private let fetchingNotification = Locked<Task<Notification?, Error>?>(nil)
     /// The agent's `initialize` answer: protocol version, identity, capabilities.
     public let agent: InitializeResponse
 
@@ -197,6 +199,109 @@ public final class Client: Sendable, CustomStringConvertible {
         let connection = connection
         let session = try await callAsync { try await connection.resume(sessionId: sessionId, cwd: cwd, replay: replay) }
         return Session(session, client: self)
+    }
+
+    /// The agent's `authMethods` (`.agent`, `.terminal`, or `.other` of a type this version
+    /// does not know); empty when it needs none.
+    public var authMethods: [AuthMethod] { agent.authMethods ?? [] }
+
+    /// `auth/login` with one of ``authMethods`` (`authenticate` to an ACP v1 agent). An agent
+    /// that requires it answers the session methods with `AcpError.authRequired` until this
+    /// succeeds; a login it refuses throws its error (`AcpError.authRequired` or
+    /// `AcpError.protocol`), and may be tried again.
+    ///
+    /// - Throws: `AcpError.rejected` without sending for a method the agent does not advertise,
+    ///   or a `terminal` one (the app runs the agent in a terminal for it instead).
+    public func authenticate(methodId: String) async throws {
+        let connection = connection
+        try await callAsync { try await connection.authenticate(methodId: methodId) }
+    }
+
+    /// `auth/logout`.
+    public func logout() async throws {
+        let connection = connection
+        try await callAsync { try await connection.logout() }
+    }
+
+    /// A request of an extension (`method` starts with `_`) with `params` (an object or an
+    /// array): the agent's result. An error answer throws `AcpError.protocol` (-32601 from an
+    /// agent that does not serve it).
+    ///
+    /// ```swift
+    /// let usage = try await client.extRequest("_acme/usage", params: ["period": "day"])
+    /// ```
+    public func extRequest(_ method: String, params: JSONValue? = nil) async throws -> JSONValue {
+        let connection = connection
+        return try result(JSONValue.self, await callAsync { try await connection.extRequest(method: method, params: arg(params)) })
+    }
+
+    /// A notification of an extension (`method` starts with `_`) with `params`.
+    public func extNotify(_ method: String, params: JSONValue? = nil) throws {
+        try call { try connection.extNotify(method: method, params: arg(params)) }
+    }
+
+    /// The next notification of the agent's that this library does not handle itself (an
+    /// extension's, such as `_auth/status_update`, or a method it does not know), in order.
+    /// Throws `AcpError.disconnected` once the connection ended and none is left, and
+    /// `CancellationError` when the calling task is cancelled: the notification it was waiting
+    /// for is then kept for the next call.
+    public func nextNotification() async throws -> Notification {
+        while true {
+            try Task.checkCancellation()
+            let task = fetchingNotification.withLock { current -> Task<Notification?, Error> in
+                if let current { return current }
+                let connection = connection
+                let task = Task { () throws -> Notification? in
+                    let event = try result(Event.self, await callAsync { try await connection.nextNotification() })
+                    if case let .notification(notification) = event { return notification }
+                    return nil
+                }
+                current = task
+                return task
+            }
+            let outcome = try await waitCancellably(for: task)
+            // The first caller to come back takes the notification; any other waits for the next.
+            let mine = fetchingNotification.withLock { current -> Bool in
+                guard current == task else { return false }
+                current = nil
+                return true
+            }
+            if mine, let notification = try outcome.get() { return notification }
+        }
+    }
+
+    /// Every notification ``nextNotification()`` returns, as it comes. The sequence ends when
+    /// the connection ends or the iterating task is cancelled. One queue: read it from one
+    /// place at a time.
+    ///
+    /// ```swift
+    /// for try await notification in client.notifications where notification.method == "_auth/status_update" { … }
+    /// ```
+    public var notifications: Notifications { Notifications(client: self) }
+
+    /// The agent's notifications as an `AsyncSequence` (see ``Client/notifications``).
+    public struct Notifications: AsyncSequence, Sendable {
+        public typealias Element = Notification
+        let client: Client
+
+        public func makeAsyncIterator() -> Iterator { Iterator(client: client) }
+
+        public struct Iterator: AsyncIteratorProtocol {
+            let client: Client
+            var finished = false
+
+            public mutating func next() async throws -> Notification? {
+                if finished { return nil }
+                do {
+                    return try await client.nextNotification()
+                } catch AcpError.disconnected {
+                    finished = true
+                } catch is CancellationError {
+                    finished = true
+                }
+                return nil
+            }
+        }
     }
 
     /// Closes the connection: the agent's stdin closes, it may exit, else it is killed after a

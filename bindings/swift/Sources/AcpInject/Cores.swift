@@ -225,7 +225,9 @@ public final class ClientCore: Sendable {
 
 /// The agent side of the protocol for one agent process (all its sessions), without I/O: a
 /// host moves each connection's bytes in (``handleLine(connection:line:)``, ``handleBytes(connection:bytes:)``)
-/// and delivers every ``Output`` out (lines to connections, actions to the runtime of a session).
+/// and delivers every ``Output`` out (lines to connections, actions to the runtime of a session,
+/// calls for the host itself: a login or an extension method, answered with
+/// ``answerCall(id:result:)`` or ``refuseCall(id:error:)``).
 public final class AgentCore: Sendable {
     let core: AcpInjectFFI.AgentCore
 
@@ -341,6 +343,31 @@ public final class AgentCore: Sendable {
     /// - Throws: `AcpError.host` when the core cannot apply it (nothing was emitted).
     public func runtimeEvent(sessionId: SessionId, event: RuntimeEvent) throws -> [Output] {
         try result([Output].self, call { try core.runtimeEvent(sessionId: sessionId, event: arg(event)) })
+    }
+
+    /// Answers the host call `id` (an ``Output/call(_:)``'s ``HostCallMade/id``) with `result`,
+    /// any JSON (for an `.authenticate` call any value: the connection is logged in); every
+    /// output it caused (the answer's line, to the connection that asked).
+    ///
+    /// - Throws: `AcpError.host` (`.unknownRequest`) when the call is not open.
+    public func answerCall(id: Int, result: JSONValue = .null) throws -> [Output] {
+        let id = try callId(id)
+        return try AcpInject.result([Output].self, call { try core.answerCall(id: id, result: arg(result)) })
+    }
+
+    /// Refuses the host call `id` with `error`, the JSON-RPC error the client gets
+    /// (`TurnFailure(code: -32000, message: "Authentication required")` for credentials that do
+    /// not check out, say); every output it caused.
+    ///
+    /// - Throws: `AcpError.host` (`.unknownRequest`) when the call is not open.
+    public func refuseCall(id: Int, error: TurnFailure) throws -> [Output] {
+        let id = try callId(id)
+        return try result([Output].self, call { try core.refuseCall(id: id, error: arg(error)) })
+    }
+
+    private func callId(_ id: Int) throws -> UInt64 {
+        guard let id = UInt64(exactly: id) else { throw AcpError.invalidInput(detail: "call id \(id) is out of range") }
+        return id
     }
 
     /// A fresh id for an agent message or thought.

@@ -132,6 +132,18 @@ public enum Conformance {
                 outputs = []
             case let .expectHistory(session):
                 try engine { try run.checkHistory(history: Boundary.encode(core.history(sessionId: session))) }
+            case let .answerCall(id, result, error):
+                var refused: HostError?
+                do {
+                    if !error.isEmpty {
+                        outputs += try core.refuseCall(id: Int(id), error: Boundary.decode(TurnFailure.self, from: error))
+                    } else {
+                        outputs += try core.answerCall(id: Int(id), result: Boundary.decode(JSONValue.self, from: result))
+                    }
+                } catch let AcpError.host(error, _) {
+                    refused = error
+                }
+                try engine { try run.recordRuntimeResult(hostError: Boundary.encode(refused)) }
             default:
                 throw AcpError.mismatch(detail: "an agent-side vector has a client-side step: \(step)")
             }

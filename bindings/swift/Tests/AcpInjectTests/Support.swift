@@ -171,6 +171,7 @@ final class Loopback {
             case let .line(l) where l.to.contains("c1"): events += try client.receive(line: l.line)
             case .line: break
             case let .action(a): actions.append((a.session, a.action))
+            case .call: break
             }
         }
     }

@@ -140,6 +140,8 @@ class Usage(acp.Agent):
         turn.say("ok")
 
     async def extension(self, method: str, params: Any) -> Any:
+        if params == {"nothing": True}:
+            return None  # a `null` result
         if params is None or "period" not in params:
             raise acp.refused(-32602, "Invalid params", "a period is needed")
         return {"method": method, "period": params["period"], "tokens": [1, 2.5, None]}
@@ -157,6 +159,7 @@ def test_a_python_agent_serves_extension_methods() -> None:
             async with acp.connect(listening.url) as client:
                 answer = await client.ext_request("_acme/usage", {"period": "day"})
                 assert answer == {"method": "_acme/usage", "period": "day", "tokens": [1, 2.5, None]}
+                assert await asyncio.wait_for(client.ext_request("_acme/usage", {"nothing": True}), TIMEOUT) is None
                 with pytest.raises(AcpError.Protocol) as bad:
                     await client.ext_request("_acme/usage", {})
                 assert bad.value.error.code == -32602 and bad.value.error.detail == "a period is needed"

@@ -93,7 +93,8 @@ struct RawMessage<'a> {
     method: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    // `"result": null` is a result (an extension method's may be `null`), not an absent one.
+    #[serde(borrow, default, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
@@ -507,5 +508,25 @@ impl<'de> serde::de::Visitor<'de> for FastUpdate<'_> {
             }
         }
         Ok(version_ok && is_update && !other && self.0.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_line, Incoming};
+
+    #[test]
+    fn a_null_result_is_a_result_and_absent_members_are_not() {
+        let Ok(Incoming::Response { outcome: Ok(raw), .. }) = parse_line(r#"{"jsonrpc":"2.0","id":3,"result":null}"#) else {
+            panic!("a null result is a success response");
+        };
+        assert_eq!(raw.get(), "null");
+        assert!(parse_line(r#"{"jsonrpc":"2.0","id":3}"#).is_err(), "neither result nor error");
+        let Ok(Incoming::Response { outcome: Err(e), .. }) =
+            parse_line(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found"}}"#)
+        else {
+            panic!("an error response");
+        };
+        assert_eq!(e.code, -32601);
     }
 }

@@ -81,18 +81,20 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar, Un
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__: List[str] = []
+__all__: List[str] = ["Record", "Variant", "WireEnum", "OpenWireEnum"]
 
 
-class _Value(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A value of the model (a struct that is no union's variant)."""
+class Record(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The base of every value of the model that is no union's variant (``Usage``,
+    ``SessionInfo``, …): a frozen ``msgspec.Struct``, equal and hashed by value."""
 
 
-class _Class(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="$", tag=True):
-    """A class of a union: its values carry the class name (``"$"``) when encoded."""
+class Variant(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="$", tag=True):
+    """The base of every class of a union (``AgentMessageChunk``, ``TextContent``, …): a frozen
+    ``msgspec.Struct`` whose values carry the class name (``"$"``) when encoded."""
 
 
-class _Enum(str, enum.Enum):
+class WireEnum(str, enum.Enum):
     """A string enum: each member is its wire string (``InjectMode.QUEUE == "queue"``)."""
 
     def __str__(self) -> str:
@@ -104,7 +106,7 @@ class _Enum(str, enum.Enum):
         return f"{type(self).__name__}({self.value!r})"
 
 
-class _OpenEnum(_Enum):
+class OpenWireEnum(WireEnum):
     """A string enum that keeps a value it does not know, as a member of its own
     (``StopReason("_x")``), so what an agent sends is never lost."""
 
@@ -179,7 +181,7 @@ pub fn member(variant: &str) -> String {
 }
 
 fn enum_class(t: &TypeDef, e: &super::Enum) -> String {
-    let base = if e.open.is_some() { "_OpenEnum" } else { "_Enum" };
+    let base = if e.open.is_some() { "OpenWireEnum" } else { "WireEnum" };
     let mut out = format!("\n\nclass {}({base}):\n{}", t.name, docstring(&t.doc, "    "));
     for v in &e.values {
         let _ = writeln!(out, "\n    {} = {:?}", member(v.variant()), v.wire);
@@ -220,7 +222,7 @@ pub fn ordered(fields: &[Field]) -> Vec<&Field> {
 }
 
 fn class_def(model: &Model, c: &Class<'_>) -> String {
-    let base = if c.tagged { "_Class" } else { "_Value" };
+    let base = if c.tagged { "Variant" } else { "Record" };
     let mut doc = c.doc.to_owned();
     if !c.fields.is_empty() {
         doc += "\n\nAttributes:";
@@ -315,7 +317,7 @@ __all__.append({name:?})
             })
             .collect();
         let body = if fields_decl.is_empty() { "    pass\n".to_owned() } else { fields_decl };
-        let _ = write!(out, "\n\nclass _{name}{class}Value(_Class, frozen=True, tag={class:?}):\n{body}", class = c.name);
+        let _ = write!(out, "\n\nclass _{name}{class}Value(Variant, frozen=True, tag={class:?}):\n{body}", class = c.name);
     }
     let values: Vec<String> = classes.iter().map(|c| format!("_{name}{}Value", c.name)).collect();
     let _ = write!(

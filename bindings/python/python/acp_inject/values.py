@@ -22,18 +22,20 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type, TypeVar, Un
 import msgspec
 from msgspec import UNSET, UnsetType
 
-__all__: List[str] = []
+__all__: List[str] = ["Record", "Variant", "WireEnum", "OpenWireEnum"]
 
 
-class _Value(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A value of the model (a struct that is no union's variant)."""
+class Record(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The base of every value of the model that is no union's variant (``Usage``,
+    ``SessionInfo``, …): a frozen ``msgspec.Struct``, equal and hashed by value."""
 
 
-class _Class(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="$", tag=True):
-    """A class of a union: its values carry the class name (``"$"``) when encoded."""
+class Variant(msgspec.Struct, frozen=True, omit_defaults=True, tag_field="$", tag=True):
+    """The base of every class of a union (``AgentMessageChunk``, ``TextContent``, …): a frozen
+    ``msgspec.Struct`` whose values carry the class name (``"$"``) when encoded."""
 
 
-class _Enum(str, enum.Enum):
+class WireEnum(str, enum.Enum):
     """A string enum: each member is its wire string (``InjectMode.QUEUE == "queue"``)."""
 
     def __str__(self) -> str:
@@ -45,7 +47,7 @@ class _Enum(str, enum.Enum):
         return f"{type(self).__name__}({self.value!r})"
 
 
-class _OpenEnum(_Enum):
+class OpenWireEnum(WireEnum):
     """A string enum that keeps a value it does not know, as a member of its own
     (``StopReason("_x")``), so what an agent sends is never lost."""
 
@@ -64,7 +66,7 @@ class _OpenEnum(_Enum):
         return self._name_ in type(self).__members__
 
 
-class ItemStatus(_Enum):
+class ItemStatus(WireEnum):
     """Where one of this client's own prompts or injects is (C-PEND-1)."""
 
     SENDING = "sending"
@@ -86,7 +88,7 @@ class ItemStatus(_Enum):
 __all__.append("ItemStatus")
 
 
-class ItemMode(_Enum):
+class ItemMode(WireEnum):
     """How one of this client's items was sent."""
 
     PROMPT = "prompt"
@@ -102,7 +104,7 @@ class ItemMode(_Enum):
 __all__.append("ItemMode")
 
 
-class MessageRole(_Enum):
+class MessageRole(WireEnum):
     """Who a transcript entry is from."""
 
     USER = "user"
@@ -118,7 +120,7 @@ class MessageRole(_Enum):
 __all__.append("MessageRole")
 
 
-class TurnState(_Enum):
+class TurnState(WireEnum):
     """The turn state as the client knows it (C-STATE-1)."""
 
     IDLE = "idle"
@@ -137,7 +139,7 @@ class TurnState(_Enum):
 __all__.append("TurnState")
 
 
-class SteerFallback(_Enum):
+class SteerFallback(WireEnum):
     """What to do with a steer when the agent takes no injects (C-HELD-3)."""
 
     QUEUE = "queue"
@@ -150,7 +152,7 @@ class SteerFallback(_Enum):
 __all__.append("SteerFallback")
 
 
-class CallRejected(_Enum):
+class CallRejected(WireEnum):
     """Why the client refused a call without sending anything (C-PEND-3)."""
 
     MODE_NOT_SUPPORTED = "mode_not_supported"
@@ -175,7 +177,7 @@ class CallRejected(_Enum):
 __all__.append("CallRejected")
 
 
-class RequestKind(_Enum):
+class RequestKind(WireEnum):
     """What a request of this client was."""
 
     INITIALIZE = "initialize"
@@ -225,7 +227,7 @@ ConnId = str
 
 
 
-class QueueDrain(_Enum):
+class QueueDrain(WireEnum):
     """How many queued injects open one turn (R-QUEUE-3)."""
 
     BATCH = "batch"
@@ -238,7 +240,7 @@ class QueueDrain(_Enum):
 __all__.append("QueueDrain")
 
 
-class RevokeReplace(_Enum):
+class RevokeReplace(WireEnum):
     """Who may revoke or replace a pending inject (R-ORDER-2)."""
 
     ANY_CONTROLLER = "any_controller"
@@ -251,7 +253,7 @@ class RevokeReplace(_Enum):
 __all__.append("RevokeReplace")
 
 
-class ClearStyle(_Enum):
+class ClearStyle(WireEnum):
     """How "clear the current agent message" is written (C-MSG-2)."""
 
     UPSERT = "upsert"
@@ -264,7 +266,7 @@ class ClearStyle(_Enum):
 __all__.append("ClearStyle")
 
 
-class ConnectionRole(_Enum):
+class ConnectionRole(WireEnum):
     """A connection's role in the sessions it attaches to (R-ORDER-2)."""
 
     CONTROLLER = "controller"
@@ -277,7 +279,7 @@ class ConnectionRole(_Enum):
 __all__.append("ConnectionRole")
 
 
-class BreakPoint(_Enum):
+class BreakPoint(WireEnum):
     """A safe break-point of the agent loop, where steers are delivered."""
 
     TOOL_RESULT = "tool_result"
@@ -290,7 +292,7 @@ class BreakPoint(_Enum):
 __all__.append("BreakPoint")
 
 
-class HostError(_Enum):
+class HostError(WireEnum):
     """Why the agent core could not apply a runtime event; nothing was emitted."""
 
     NO_TURN_IN_PROGRESS = "no_turn_in_progress"
@@ -318,7 +320,7 @@ class HostError(_Enum):
 __all__.append("HostError")
 
 
-class ModelStream(_Enum):
+class ModelStream(WireEnum):
     """The model stream of a running turn (R-STEER-3)."""
 
     IDLE = "idle"
@@ -369,7 +371,7 @@ ToolCallId = str
 
 
 
-class ErrorReason(_OpenEnum):
+class ErrorReason(OpenWireEnum):
     """Why a session or inject request failed (`data.reason`). Open: unknown reasons from newer agents decode into `other`."""
 
     SESSION_NOT_FOUND = "session_not_found"
@@ -400,7 +402,7 @@ class ErrorReason(_OpenEnum):
 __all__.append("ErrorReason")
 
 
-class InjectMode(_Enum):
+class InjectMode(WireEnum):
     """When an inject is delivered. Closed: an unknown mode is invalid params (-32602)."""
 
     QUEUE = "queue"
@@ -413,7 +415,7 @@ class InjectMode(_Enum):
 __all__.append("InjectMode")
 
 
-class SteerInStream(_Enum):
+class SteerInStream(WireEnum):
     """What happens to a steer accepted mid model stream with no tool call pending."""
 
     INTERRUPT = "interrupt"
@@ -426,7 +428,7 @@ class SteerInStream(_Enum):
 __all__.append("SteerInStream")
 
 
-class SessionStatus(_OpenEnum):
+class SessionStatus(OpenWireEnum):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -453,7 +455,7 @@ class SessionStatus(_OpenEnum):
 __all__.append("SessionStatus")
 
 
-class PermissionOptionKind(_OpenEnum):
+class PermissionOptionKind(OpenWireEnum):
     """The type of permission option being presented to the user.
 
     Helps clients choose appropriate icons and UI treatment.
@@ -475,7 +477,7 @@ class PermissionOptionKind(_OpenEnum):
 __all__.append("PermissionOptionKind")
 
 
-class StopReason(_OpenEnum):
+class StopReason(OpenWireEnum):
     """Why a turn ended. Open."""
 
     END_TURN = "end_turn"
@@ -500,7 +502,7 @@ class StopReason(_OpenEnum):
 __all__.append("StopReason")
 
 
-class ToolKind(_OpenEnum):
+class ToolKind(OpenWireEnum):
     """Categories of tools that can be invoked.
 
     Tool kinds help clients choose appropriate icons and optimize how they
@@ -543,7 +545,7 @@ class ToolKind(_OpenEnum):
 __all__.append("ToolKind")
 
 
-class ToolCallStatus(_OpenEnum):
+class ToolCallStatus(OpenWireEnum):
     """Execution status of a tool call.
 
     Tool calls progress through different statuses during their lifecycle.
@@ -577,7 +579,7 @@ class ToolCallStatus(_OpenEnum):
 __all__.append("ToolCallStatus")
 
 
-class PlanEntryPriority(_OpenEnum):
+class PlanEntryPriority(OpenWireEnum):
     """Priority levels for plan entries.
 
     Used to indicate the relative importance or urgency of different
@@ -598,7 +600,7 @@ class PlanEntryPriority(_OpenEnum):
 __all__.append("PlanEntryPriority")
 
 
-class PlanEntryStatus(_OpenEnum):
+class PlanEntryStatus(OpenWireEnum):
     """Status of a plan entry in the execution flow.
 
     Tracks the lifecycle of each task from planning through completion.
@@ -621,7 +623,7 @@ class PlanEntryStatus(_OpenEnum):
 __all__.append("PlanEntryStatus")
 
 
-class Role(_OpenEnum):
+class Role(OpenWireEnum):
     """The sender or recipient of messages and data in a conversation."""
 
     ASSISTANT = "assistant"
@@ -634,7 +636,7 @@ class Role(_OpenEnum):
 __all__.append("Role")
 
 
-class PendingItem(_Class, frozen=True):
+class PendingItem(Variant, frozen=True):
     """One of this client's own prompts or injects, as a UI shows it.
 
     Attributes:
@@ -657,7 +659,7 @@ class PendingItem(_Class, frozen=True):
 __all__.append("PendingItem")
 
 
-class TranscriptEntry(_Value, frozen=True):
+class TranscriptEntry(Record, frozen=True):
     """A message of the transcript.
 
     Attributes:
@@ -674,7 +676,7 @@ class TranscriptEntry(_Value, frozen=True):
 __all__.append("TranscriptEntry")
 
 
-class Violation(_Class, frozen=True):
+class Violation(Variant, frozen=True):
     """A protocol violation the client's mirror detected.
 
     Attributes:
@@ -689,7 +691,7 @@ class Violation(_Class, frozen=True):
 __all__.append("Violation")
 
 
-class Affordances(_Value, frozen=True):
+class Affordances(Record, frozen=True):
     """What a UI may offer for a session (C-PEND-3).
 
     Attributes:
@@ -706,7 +708,7 @@ class Affordances(_Value, frozen=True):
 __all__.append("Affordances")
 
 
-class MirrorSnapshot(_Value, frozen=True):
+class MirrorSnapshot(Record, frozen=True):
     """Everything a client UI renders for one session.
 
     Attributes:
@@ -737,7 +739,7 @@ class MirrorSnapshot(_Value, frozen=True):
 __all__.append("MirrorSnapshot")
 
 
-class ProtocolError(_Class, frozen=True):
+class ProtocolError(Variant, frozen=True):
     """An error the agent answered to one of this client's requests.
 
     Attributes:
@@ -758,7 +760,7 @@ class ProtocolError(_Class, frozen=True):
 __all__.append("ProtocolError")
 
 
-class SessionPage(_Class, frozen=True):
+class SessionPage(Variant, frozen=True):
     """One page of `session/list`.
 
     Attributes:
@@ -773,7 +775,7 @@ class SessionPage(_Class, frozen=True):
 __all__.append("SessionPage")
 
 
-class SessionCreated(_Class, frozen=True):
+class SessionCreated(Variant, frozen=True):
     """`session/new`: the new session, now open on this connection.
 
     Attributes:
@@ -786,14 +788,14 @@ class SessionCreated(_Class, frozen=True):
 __all__.append("SessionCreated")
 
 
-class Resumed(_Class, frozen=True):
+class Resumed(Variant, frozen=True):
     """`session/resume`: the session is open on this connection (any replay came first)."""
 
 
 __all__.append("Resumed")
 
 
-class Accepted(_Class, frozen=True):
+class Accepted(Variant, frozen=True):
     """`session/prompt` or `session/inject`: the message is in.
 
     Attributes:
@@ -806,28 +808,28 @@ class Accepted(_Class, frozen=True):
 __all__.append("Accepted")
 
 
-class Revoked(_Class, frozen=True):
+class Revoked(Variant, frozen=True):
     """`session/revoke_inject`."""
 
 
 __all__.append("Revoked")
 
 
-class Replaced(_Class, frozen=True):
+class Replaced(Variant, frozen=True):
     """`session/replace_inject`."""
 
 
 __all__.append("Replaced")
 
 
-class Closed(_Class, frozen=True):
+class Closed(Variant, frozen=True):
     """`session/close`."""
 
 
 __all__.append("Closed")
 
 
-class StatusReport(_Class, frozen=True):
+class StatusReport(Variant, frozen=True):
     """`session/status` (C-STATUS-1).
 
     Attributes:
@@ -842,21 +844,21 @@ class StatusReport(_Class, frozen=True):
 __all__.append("StatusReport")
 
 
-class Authenticated(_Class, frozen=True):
+class Authenticated(Variant, frozen=True):
     """`auth/login`: the agent accepted the method; what it refused with -32000 may be called again."""
 
 
 __all__.append("Authenticated")
 
 
-class LoggedOut(_Class, frozen=True):
+class LoggedOut(Variant, frozen=True):
     """`auth/logout`."""
 
 
 __all__.append("LoggedOut")
 
 
-class ExtensionResult(_Class, frozen=True):
+class ExtensionResult(Variant, frozen=True):
     """An extension request of the app's: the agent's result, as it came.
 
     Attributes:
@@ -869,14 +871,14 @@ class ExtensionResult(_Class, frozen=True):
 __all__.append("ExtensionResult")
 
 
-class SessionClosed(_Class, frozen=True):
+class SessionClosed(Variant, frozen=True):
     """The session was closed; pending items will not be delivered."""
 
 
 __all__.append("SessionClosed")
 
 
-class Tolerated(_Class, frozen=True):
+class Tolerated(Variant, frozen=True):
     """Tolerant decoding dropped these values from the session's last update.
 
     Attributes:
@@ -889,7 +891,7 @@ class Tolerated(_Class, frozen=True):
 __all__.append("Tolerated")
 
 
-class Answered(_Class, frozen=True):
+class Answered(Variant, frozen=True):
     """A request of this client was answered.
 
     Attributes:
@@ -908,7 +910,7 @@ class Answered(_Class, frozen=True):
 __all__.append("Answered")
 
 
-class InSession(_Class, frozen=True):
+class InSession(Variant, frozen=True):
     """Activity in a session open on this connection.
 
     Attributes:
@@ -923,7 +925,7 @@ class InSession(_Class, frozen=True):
 __all__.append("InSession")
 
 
-class PermissionRequested(_Class, frozen=True):
+class PermissionRequested(Variant, frozen=True):
     """The agent asks the user for permission.
 
     Attributes:
@@ -938,7 +940,7 @@ class PermissionRequested(_Class, frozen=True):
 __all__.append("PermissionRequested")
 
 
-class Notification(_Class, frozen=True):
+class Notification(Variant, frozen=True):
     """A notification of the agent's that this library does not handle itself: an extension's (`_auth/status_update`, …) or a method this version does not know, for the app.
 
     Attributes:
@@ -953,7 +955,7 @@ class Notification(_Class, frozen=True):
 __all__.append("Notification")
 
 
-class Ignored(_Class, frozen=True):
+class Ignored(Variant, frozen=True):
     """A line or message this client could not use (for logs).
 
     Attributes:
@@ -966,7 +968,7 @@ class Ignored(_Class, frozen=True):
 __all__.append("Ignored")
 
 
-class TurnEnd(_Class, frozen=True):
+class TurnEnd(Variant, frozen=True):
     """How a turn ended, as the runtime reports it.
 
     Attributes:
@@ -983,7 +985,7 @@ class TurnEnd(_Class, frozen=True):
 __all__.append("TurnEnd")
 
 
-class Policy(_Value, frozen=True):
+class Policy(Record, frozen=True):
     """How an agent behaves.
 
     Attributes:
@@ -1008,7 +1010,7 @@ class Policy(_Value, frozen=True):
 __all__.append("Policy")
 
 
-class AgentInfo(_Value, frozen=True):
+class AgentInfo(Record, frozen=True):
     """The agent's name and version, as `initialize` reports them.
 
     Attributes:
@@ -1023,7 +1025,7 @@ class AgentInfo(_Value, frozen=True):
 __all__.append("AgentInfo")
 
 
-class SetupSupport(_Value, frozen=True):
+class SetupSupport(Record, frozen=True):
     """Session-setup features the agent's host supports, advertised in `initialize`.
 
     Attributes:
@@ -1040,7 +1042,7 @@ class SetupSupport(_Value, frozen=True):
 __all__.append("SetupSupport")
 
 
-class AgentConfig(_Value, frozen=True):
+class AgentConfig(Record, frozen=True):
     """What an agent advertises and how it behaves.
 
     Attributes:
@@ -1063,7 +1065,7 @@ class AgentConfig(_Value, frozen=True):
 __all__.append("AgentConfig")
 
 
-class AuthSupport(_Value, frozen=True):
+class AuthSupport(Record, frozen=True):
     """Authentication the agent offers.
 
     Attributes:
@@ -1078,7 +1080,7 @@ class AuthSupport(_Value, frozen=True):
 __all__.append("AuthSupport")
 
 
-class UserInput(_Value, frozen=True):
+class UserInput(Record, frozen=True):
     """A user message handed to the runtime.
 
     Attributes:
@@ -1093,7 +1095,7 @@ class UserInput(_Value, frozen=True):
 __all__.append("UserInput")
 
 
-class SessionSetup(_Value, frozen=True):
+class SessionSetup(Record, frozen=True):
     """The parameters of `session/new` or `session/resume`, for the runtime to set the session up.
 
     Attributes:
@@ -1110,7 +1112,7 @@ class SessionSetup(_Value, frozen=True):
 __all__.append("SessionSetup")
 
 
-class SessionOpened(_Class, frozen=True):
+class SessionOpened(Variant, frozen=True):
     """A client created the session: set it up.
 
     Attributes:
@@ -1123,7 +1125,7 @@ class SessionOpened(_Class, frozen=True):
 __all__.append("SessionOpened")
 
 
-class SessionResumed(_Class, frozen=True):
+class SessionResumed(Variant, frozen=True):
     """A client resumed the session: set it up again (its history was replayed by the core if asked).
 
     Attributes:
@@ -1136,7 +1138,7 @@ class SessionResumed(_Class, frozen=True):
 __all__.append("SessionResumed")
 
 
-class StartTurn(_Class, frozen=True):
+class StartTurn(Variant, frozen=True):
     """Begin a new turn whose opening input is these messages.
 
     Attributes:
@@ -1149,7 +1151,7 @@ class StartTurn(_Class, frozen=True):
 __all__.append("StartTurn")
 
 
-class Deliver(_Class, frozen=True):
+class Deliver(Variant, frozen=True):
     """Feed these user messages to the model now (at a break-point).
 
     Attributes:
@@ -1162,21 +1164,21 @@ class Deliver(_Class, frozen=True):
 __all__.append("Deliver")
 
 
-class InterruptStream(_Class, frozen=True):
+class InterruptStream(Variant, frozen=True):
     """Cut the current model stream (`steerInStream: interrupt`); report a `model_step` break-point after cutting."""
 
 
 __all__.append("InterruptStream")
 
 
-class CancelTurn(_Class, frozen=True):
+class CancelTurn(Variant, frozen=True):
     """Stop the turn, then report its end (the core reports `cancelled`)."""
 
 
 __all__.append("CancelTurn")
 
 
-class PermissionAnswered(_Class, frozen=True):
+class PermissionAnswered(Variant, frozen=True):
     """The answer to the runtime's permission request with this id.
 
     Attributes:
@@ -1191,7 +1193,7 @@ class PermissionAnswered(_Class, frozen=True):
 __all__.append("PermissionAnswered")
 
 
-class ReleaseSession(_Class, frozen=True):
+class ReleaseSession(Variant, frozen=True):
     """The session was closed (or left this host's memory): stop any work for it and free its resources.
 
     Attributes:
@@ -1206,7 +1208,7 @@ class ReleaseSession(_Class, frozen=True):
 __all__.append("ReleaseSession")
 
 
-class Line(_Class, frozen=True):
+class Line(Variant, frozen=True):
     """A JSON-RPC line for these connections.
 
     Attributes:
@@ -1221,7 +1223,7 @@ class Line(_Class, frozen=True):
 __all__.append("Line")
 
 
-class Action(_Class, frozen=True):
+class Action(Variant, frozen=True):
     """An instruction for the runtime of one session.
 
     Attributes:
@@ -1236,7 +1238,7 @@ class Action(_Class, frozen=True):
 __all__.append("Action")
 
 
-class HostCallMade(_Class, frozen=True):
+class HostCallMade(Variant, frozen=True):
     """A request for the host itself, from a connection: answer it with `answer_call` and `id` (a notification wants no answer).
 
     Attributes:
@@ -1253,7 +1255,7 @@ class HostCallMade(_Class, frozen=True):
 __all__.append("HostCallMade")
 
 
-class Authenticate(_Class, frozen=True):
+class Authenticate(Variant, frozen=True):
     """`auth/login` (v1 `authenticate`) with one of the advertised `agent` methods: check the credentials it stands for; a success logs the connection in (R-AUTH-2).
 
     Attributes:
@@ -1266,7 +1268,7 @@ class Authenticate(_Class, frozen=True):
 __all__.append("Authenticate")
 
 
-class ExtensionRequest(_Class, frozen=True):
+class ExtensionRequest(Variant, frozen=True):
     """A request of an extension the host serves: answer with its result (R-EXT-2).
 
     Attributes:
@@ -1281,7 +1283,7 @@ class ExtensionRequest(_Class, frozen=True):
 __all__.append("ExtensionRequest")
 
 
-class ExtensionNotification(_Class, frozen=True):
+class ExtensionNotification(Variant, frozen=True):
     """A notification of an extension the host serves; no answer.
 
     Attributes:
@@ -1296,7 +1298,7 @@ class ExtensionNotification(_Class, frozen=True):
 __all__.append("ExtensionNotification")
 
 
-class PermissionAsk(_Class, frozen=True):
+class PermissionAsk(Variant, frozen=True):
     """What a runtime asks the user (the body of `session/request_permission`; the core adds the session and the id).
 
     Attributes:
@@ -1315,7 +1317,7 @@ class PermissionAsk(_Class, frozen=True):
 __all__.append("PermissionAsk")
 
 
-class BreakPointReached(_Class, frozen=True):
+class BreakPointReached(Variant, frozen=True):
     """The agent loop reached a safe break-point: pending steers are delivered here.
 
     Attributes:
@@ -1328,21 +1330,21 @@ class BreakPointReached(_Class, frozen=True):
 __all__.append("BreakPointReached")
 
 
-class StreamStarted(_Class, frozen=True):
+class StreamStarted(Variant, frozen=True):
     """A model stream with no tool call pending began."""
 
 
 __all__.append("StreamStarted")
 
 
-class StreamFinished(_Class, frozen=True):
+class StreamFinished(Variant, frozen=True):
     """That stream ended."""
 
 
 __all__.append("StreamFinished")
 
 
-class WithdrawPermission(_Class, frozen=True):
+class WithdrawPermission(Variant, frozen=True):
     """Give up on an open permission request: it is answered `cancelled` now.
 
     Attributes:
@@ -1355,35 +1357,35 @@ class WithdrawPermission(_Class, frozen=True):
 __all__.append("WithdrawPermission")
 
 
-class ModelPaused(_Class, frozen=True):
+class ModelPaused(Variant, frozen=True):
     """The model process paused (rate limit, usage cap)."""
 
 
 __all__.append("ModelPaused")
 
 
-class ModelResumed(_Class, frozen=True):
+class ModelResumed(Variant, frozen=True):
     """The pause cleared."""
 
 
 __all__.append("ModelResumed")
 
 
-class TurnStarted(_Class, frozen=True):
+class TurnStarted(Variant, frozen=True):
     """The runtime started a turn on its own, with no user message."""
 
 
 __all__.append("TurnStarted")
 
 
-class CloseSession(_Class, frozen=True):
+class CloseSession(Variant, frozen=True):
     """The agent closes the session itself."""
 
 
 __all__.append("CloseSession")
 
 
-class ClearAgentMessage(_Class, frozen=True):
+class ClearAgentMessage(Variant, frozen=True):
     """Clear the content streamed so far for an agent message (C-MSG-2).
 
     Attributes:
@@ -1396,7 +1398,7 @@ class ClearAgentMessage(_Class, frozen=True):
 __all__.append("ClearAgentMessage")
 
 
-class DeliveredMessage(_Class, frozen=True):
+class DeliveredMessage(Variant, frozen=True):
     """A delivered user message with its final content.
 
     Attributes:
@@ -1411,7 +1413,7 @@ class DeliveredMessage(_Class, frozen=True):
 __all__.append("DeliveredMessage")
 
 
-class TurnActivity(_Value, frozen=True):
+class TurnActivity(Record, frozen=True):
     """What an in-progress turn carries.
 
     Attributes:
@@ -1426,14 +1428,14 @@ class TurnActivity(_Value, frozen=True):
 __all__.append("TurnActivity")
 
 
-class TurnIdle(_Class, frozen=True):
+class TurnIdle(Variant, frozen=True):
     """No turn in progress."""
 
 
 __all__.append("TurnIdle")
 
 
-class TurnRunning(_Class, frozen=True):
+class TurnRunning(Variant, frozen=True):
     """Foreground work, nothing holding it.
 
     Attributes:
@@ -1446,7 +1448,7 @@ class TurnRunning(_Class, frozen=True):
 __all__.append("TurnRunning")
 
 
-class TurnRequiresAction(_Class, frozen=True):
+class TurnRequiresAction(Variant, frozen=True):
     """At least one permission request is open (R-PERM-1).
 
     Attributes:
@@ -1463,7 +1465,7 @@ class TurnRequiresAction(_Class, frozen=True):
 __all__.append("TurnRequiresAction")
 
 
-class TurnPaused(_Class, frozen=True):
+class TurnPaused(Variant, frozen=True):
     """A model-process pause (rate limit, usage cap).
 
     Attributes:
@@ -1476,7 +1478,7 @@ class TurnPaused(_Class, frozen=True):
 __all__.append("TurnPaused")
 
 
-class PermissionRequestSent(_Value, frozen=True):
+class PermissionRequestSent(Record, frozen=True):
     """A permission request the agent core sent: its id and the outputs the call caused.
 
     Attributes:
@@ -1491,7 +1493,7 @@ class PermissionRequestSent(_Value, frozen=True):
 __all__.append("PermissionRequestSent")
 
 
-class ConnectOptions(_Value, frozen=True):
+class ConnectOptions(Record, frozen=True):
     """How a client connects to an agent.
 
     Attributes:
@@ -1516,7 +1518,7 @@ class ConnectOptions(_Value, frozen=True):
 __all__.append("ConnectOptions")
 
 
-class AgentCapabilities(_Value, frozen=True):
+class AgentCapabilities(Record, frozen=True):
     """Capabilities supported by the agent.
 
     Advertised during initialization to inform the client about
@@ -1536,7 +1538,7 @@ class AgentCapabilities(_Value, frozen=True):
 __all__.append("AgentCapabilities")
 
 
-class AgentMessage(_Class, frozen=True):
+class AgentMessage(Variant, frozen=True):
     """An agent message has been created or updated.
 
     Agents can send this in addition to streamed chunks. When a client
@@ -1557,7 +1559,7 @@ class AgentMessage(_Class, frozen=True):
 __all__.append("AgentMessage")
 
 
-class AgentMessageChunk(_Class, frozen=True):
+class AgentMessageChunk(Variant, frozen=True):
     """A chunk of the agent's response being streamed.
 
     Attributes:
@@ -1574,7 +1576,7 @@ class AgentMessageChunk(_Class, frozen=True):
 __all__.append("AgentMessageChunk")
 
 
-class AgentMessageClear(_Class, frozen=True):
+class AgentMessageClear(Variant, frozen=True):
     """Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
 
     Attributes:
@@ -1589,7 +1591,7 @@ class AgentMessageClear(_Class, frozen=True):
 __all__.append("AgentMessageClear")
 
 
-class AgentThought(_Class, frozen=True):
+class AgentThought(Variant, frozen=True):
     """An agent thought or reasoning message has been created or updated.
 
     Agents can send this in addition to streamed chunks. When a client
@@ -1610,7 +1612,7 @@ class AgentThought(_Class, frozen=True):
 __all__.append("AgentThought")
 
 
-class AgentThoughtChunk(_Class, frozen=True):
+class AgentThoughtChunk(Variant, frozen=True):
     """A chunk of the agent's internal reasoning being streamed.
 
     Attributes:
@@ -1627,7 +1629,7 @@ class AgentThoughtChunk(_Class, frozen=True):
 __all__.append("AgentThoughtChunk")
 
 
-class Annotations(_Value, frozen=True):
+class Annotations(Record, frozen=True):
     """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
 
     Attributes:
@@ -1646,7 +1648,7 @@ class Annotations(_Value, frozen=True):
 __all__.append("Annotations")
 
 
-class AudioContent(_Class, frozen=True):
+class AudioContent(Variant, frozen=True):
     """Audio data for transcription or analysis.
 
     Requires the `audio` prompt capability when included in prompts.
@@ -1667,7 +1669,7 @@ class AudioContent(_Class, frozen=True):
 __all__.append("AudioContent")
 
 
-class AuthMethodAgent(_Class, frozen=True):
+class AuthMethodAgent(Variant, frozen=True):
     """Agent handles authentication itself through `auth/login`.
 
     The `type` discriminator value is `agent`.
@@ -1688,7 +1690,7 @@ class AuthMethodAgent(_Class, frozen=True):
 __all__.append("AuthMethodAgent")
 
 
-class AuthMethodTerminal(_Class, frozen=True):
+class AuthMethodTerminal(Variant, frozen=True):
     """Client runs the configured agent program as a separate interactive
     process, without passing this method to `auth/login`.
 
@@ -1712,7 +1714,7 @@ class AuthMethodTerminal(_Class, frozen=True):
 __all__.append("AuthMethodTerminal")
 
 
-class BackgroundSubagent(_Class, frozen=True):
+class BackgroundSubagent(Variant, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1732,7 +1734,7 @@ class BackgroundSubagent(_Class, frozen=True):
 __all__.append("BackgroundSubagent")
 
 
-class BackgroundTerminal(_Class, frozen=True):
+class BackgroundTerminal(Variant, frozen=True):
     """A process that keeps running after its tool call returned control to the model.
     Live until its `terminal_update` reports `exitStatus`.
 
@@ -1748,7 +1750,7 @@ class BackgroundTerminal(_Class, frozen=True):
 __all__.append("BackgroundTerminal")
 
 
-class BackgroundToolCall(_Class, frozen=True):
+class BackgroundToolCall(Variant, frozen=True):
     """Work started by a tool call that continues without a process of its own, such as
     a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
     stay listed.
@@ -1765,7 +1767,7 @@ class BackgroundToolCall(_Class, frozen=True):
 __all__.append("BackgroundToolCall")
 
 
-class BlobResourceContents(_Class, frozen=True):
+class BlobResourceContents(Variant, frozen=True):
     """Binary resource contents.
 
     Attributes:
@@ -1784,7 +1786,7 @@ class BlobResourceContents(_Class, frozen=True):
 __all__.append("BlobResourceContents")
 
 
-class CancelledPermissionOutcome(_Class, frozen=True):
+class CancelledPermissionOutcome(Variant, frozen=True):
     """The request was not approved and no option was selected: the session's work was
     cancelled, the user dismissed the prompt, or the client declined it by policy.
     Agents MUST NOT proceed with the operation.
@@ -1806,7 +1808,7 @@ class CancelledPermissionOutcome(_Class, frozen=True):
 __all__.append("CancelledPermissionOutcome")
 
 
-class Cost(_Value, frozen=True):
+class Cost(Record, frozen=True):
     """Cost information for a session.
 
     Attributes:
@@ -1823,7 +1825,7 @@ class Cost(_Value, frozen=True):
 __all__.append("Cost")
 
 
-class EmbeddedResource(_Class, frozen=True):
+class EmbeddedResource(Variant, frozen=True):
     """Complete resource contents embedded directly in the message.
 
     Preferred for including context as it avoids extra round-trips.
@@ -1844,7 +1846,7 @@ class EmbeddedResource(_Class, frozen=True):
 __all__.append("EmbeddedResource")
 
 
-class EnvVariable(_Value, frozen=True):
+class EnvVariable(Record, frozen=True):
     """An environment variable to set when launching a process.
 
     Attributes:
@@ -1861,7 +1863,7 @@ class EnvVariable(_Value, frozen=True):
 __all__.append("EnvVariable")
 
 
-class HttpHeader(_Value, frozen=True):
+class HttpHeader(Record, frozen=True):
     """An HTTP header to set when making requests to the MCP server.
 
     Attributes:
@@ -1878,7 +1880,7 @@ class HttpHeader(_Value, frozen=True):
 __all__.append("HttpHeader")
 
 
-class IdleStateUpdate(_Class, frozen=True):
+class IdleStateUpdate(Variant, frozen=True):
     """No foreground work is active. Background activity may continue.
 
     Attributes:
@@ -1899,7 +1901,7 @@ class IdleStateUpdate(_Class, frozen=True):
 __all__.append("IdleStateUpdate")
 
 
-class ImageContent(_Class, frozen=True):
+class ImageContent(Variant, frozen=True):
     """Images for visual context or analysis.
 
     Requires the `image` prompt capability when included in prompts.
@@ -1922,7 +1924,7 @@ class ImageContent(_Class, frozen=True):
 __all__.append("ImageContent")
 
 
-class Implementation(_Value, frozen=True):
+class Implementation(Record, frozen=True):
     """Metadata about the implementation of the client or agent.
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation.
@@ -1943,7 +1945,7 @@ class Implementation(_Value, frozen=True):
 __all__.append("Implementation")
 
 
-class InitializeResponse(_Class, frozen=True):
+class InitializeResponse(Variant, frozen=True):
     """Response to the `initialize` method.
 
     Contains the negotiated protocol version and agent capabilities.
@@ -1968,7 +1970,7 @@ class InitializeResponse(_Class, frozen=True):
 __all__.append("InitializeResponse")
 
 
-class InjectCapabilities(_Value, frozen=True):
+class InjectCapabilities(Record, frozen=True):
     """The agent accepts `session/inject`. Revoke is always supported where inject is advertised. `steerInStream` is required and non-empty when `modes` contains `steer`.
 
     Attributes:
@@ -1987,7 +1989,7 @@ class InjectCapabilities(_Value, frozen=True):
 __all__.append("InjectCapabilities")
 
 
-class McpCapabilities(_Value, frozen=True):
+class McpCapabilities(Record, frozen=True):
     """MCP capabilities supported by the agent for session lifecycle requests.
 
     Attributes:
@@ -2004,7 +2006,7 @@ class McpCapabilities(_Value, frozen=True):
 __all__.append("McpCapabilities")
 
 
-class McpServerHttp(_Class, frozen=True):
+class McpServerHttp(Variant, frozen=True):
     """HTTP transport configuration
 
     Only available when the Agent capabilities include `session.mcp.http`.
@@ -2025,7 +2027,7 @@ class McpServerHttp(_Class, frozen=True):
 __all__.append("McpServerHttp")
 
 
-class McpServerStdio(_Class, frozen=True):
+class McpServerStdio(Variant, frozen=True):
     """Stdio transport configuration
 
     Only available when the Agent capabilities include `session.mcp.stdio`.
@@ -2048,7 +2050,7 @@ class McpServerStdio(_Class, frozen=True):
 __all__.append("McpServerStdio")
 
 
-class PendingCapabilities(_Value, frozen=True):
+class PendingCapabilities(Record, frozen=True):
     """Operations on a pending (not yet delivered) inject.
 
     Attributes:
@@ -2063,7 +2065,7 @@ class PendingCapabilities(_Value, frozen=True):
 __all__.append("PendingCapabilities")
 
 
-class PendingInject(_Value, frozen=True):
+class PendingInject(Record, frozen=True):
     """A pending inject as the pending-list extension reports it.
 
     Attributes:
@@ -2082,7 +2084,7 @@ class PendingInject(_Value, frozen=True):
 __all__.append("PendingInject")
 
 
-class PendingInjectsUpdate(_Class, frozen=True):
+class PendingInjectsUpdate(Variant, frozen=True):
     """Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
 
     Attributes:
@@ -2097,7 +2099,7 @@ class PendingInjectsUpdate(_Class, frozen=True):
 __all__.append("PendingInjectsUpdate")
 
 
-class PermissionOption(_Value, frozen=True):
+class PermissionOption(Record, frozen=True):
     """An option presented to the user when requesting permission.
 
     Attributes:
@@ -2116,7 +2118,7 @@ class PermissionOption(_Value, frozen=True):
 __all__.append("PermissionOption")
 
 
-class PlanEntry(_Value, frozen=True):
+class PlanEntry(Record, frozen=True):
     """A single entry in the execution plan.
 
     Represents a task or goal that the assistant intends to accomplish
@@ -2139,7 +2141,7 @@ class PlanEntry(_Value, frozen=True):
 __all__.append("PlanEntry")
 
 
-class PlanItems(_Class, frozen=True):
+class PlanItems(Variant, frozen=True):
     """Structured plan entries.
 
     Attributes:
@@ -2156,7 +2158,7 @@ class PlanItems(_Class, frozen=True):
 __all__.append("PlanItems")
 
 
-class PlanUpdate(_Class, frozen=True):
+class PlanUpdate(Variant, frozen=True):
     """A content update for a plan identified by ID.
     See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
 
@@ -2172,7 +2174,7 @@ class PlanUpdate(_Class, frozen=True):
 __all__.append("PlanUpdate")
 
 
-class RequestPermissionRequest(_Value, frozen=True):
+class RequestPermissionRequest(Record, frozen=True):
     """Request for user permission to proceed with an operation.
 
     Sent when the agent needs authorization before performing a sensitive operation.
@@ -2199,7 +2201,7 @@ class RequestPermissionRequest(_Value, frozen=True):
 __all__.append("RequestPermissionRequest")
 
 
-class RequiresActionStateUpdate(_Class, frozen=True):
+class RequiresActionStateUpdate(Variant, frozen=True):
     """Foreground work is blocked on user action.
 
     Attributes:
@@ -2214,7 +2216,7 @@ class RequiresActionStateUpdate(_Class, frozen=True):
 __all__.append("RequiresActionStateUpdate")
 
 
-class ResourceLink(_Class, frozen=True):
+class ResourceLink(Variant, frozen=True):
     """References to resources that the receiver may be able to read.
 
     All agents MUST support resource links in prompts.
@@ -2245,7 +2247,7 @@ class ResourceLink(_Class, frozen=True):
 __all__.append("ResourceLink")
 
 
-class RunningStateUpdate(_Class, frozen=True):
+class RunningStateUpdate(Variant, frozen=True):
     """Foreground work is in progress.
 
     Attributes:
@@ -2260,7 +2262,7 @@ class RunningStateUpdate(_Class, frozen=True):
 __all__.append("RunningStateUpdate")
 
 
-class SelectedPermissionOutcome(_Class, frozen=True):
+class SelectedPermissionOutcome(Variant, frozen=True):
     """The user selected one of the provided options.
 
     If `optionId` doesn't match an offered option, the agent MUST treat the request as not
@@ -2278,7 +2280,7 @@ class SelectedPermissionOutcome(_Class, frozen=True):
 __all__.append("SelectedPermissionOutcome")
 
 
-class SessionAdditionalDirectoriesCapabilities(_Value, frozen=True):
+class SessionAdditionalDirectoriesCapabilities(Record, frozen=True):
     """Capabilities for additional session directories support.
 
     Supplying `{}` means the agent supports the `additionalDirectories` field on
@@ -2296,7 +2298,7 @@ class SessionAdditionalDirectoriesCapabilities(_Value, frozen=True):
 __all__.append("SessionAdditionalDirectoriesCapabilities")
 
 
-class SessionCapabilities(_Value, frozen=True):
+class SessionCapabilities(Record, frozen=True):
     """Session capabilities supported by the agent.
 
     Supplying `{}` means the agent supports the baseline session methods:
@@ -2327,7 +2329,7 @@ class SessionCapabilities(_Value, frozen=True):
 __all__.append("SessionCapabilities")
 
 
-class SessionClosedUpdate(_Class, frozen=True):
+class SessionClosedUpdate(Variant, frozen=True):
     """Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
 
     Attributes:
@@ -2340,7 +2342,7 @@ class SessionClosedUpdate(_Class, frozen=True):
 __all__.append("SessionClosedUpdate")
 
 
-class SessionInfo(_Value, frozen=True):
+class SessionInfo(Record, frozen=True):
     """Information about a session returned by session/list
 
     Attributes:
@@ -2363,7 +2365,7 @@ class SessionInfo(_Value, frozen=True):
 __all__.append("SessionInfo")
 
 
-class SessionInfoUpdate(_Class, frozen=True):
+class SessionInfoUpdate(Variant, frozen=True):
     """Session metadata has been updated (title, timestamps, custom metadata)
 
     Attributes:
@@ -2380,7 +2382,7 @@ class SessionInfoUpdate(_Class, frozen=True):
 __all__.append("SessionInfoUpdate")
 
 
-class SessionStatusCapabilities(_Value, frozen=True):
+class SessionStatusCapabilities(Record, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2399,7 +2401,7 @@ class SessionStatusCapabilities(_Value, frozen=True):
 __all__.append("SessionStatusCapabilities")
 
 
-class SessionStatusResponse(_Value, frozen=True):
+class SessionStatusResponse(Record, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2423,7 +2425,7 @@ class SessionStatusResponse(_Value, frozen=True):
 __all__.append("SessionStatusResponse")
 
 
-class TextContent(_Class, frozen=True):
+class TextContent(Variant, frozen=True):
     """Text content. May be plain text or formatted with Markdown.
 
     All agents MUST support text content blocks in prompts.
@@ -2444,7 +2446,7 @@ class TextContent(_Class, frozen=True):
 __all__.append("TextContent")
 
 
-class TextResourceContents(_Class, frozen=True):
+class TextResourceContents(Variant, frozen=True):
     """Text-based resource contents.
 
     Attributes:
@@ -2463,7 +2465,7 @@ class TextResourceContents(_Class, frozen=True):
 __all__.append("TextResourceContents")
 
 
-class ToolCallContentBlock(_Class, frozen=True):
+class ToolCallContentBlock(Variant, frozen=True):
     """Standard content block (text, images, resources).
 
     Attributes:
@@ -2478,7 +2480,7 @@ class ToolCallContentBlock(_Class, frozen=True):
 __all__.append("ToolCallContentBlock")
 
 
-class ToolCallContentChunk(_Class, frozen=True):
+class ToolCallContentChunk(Variant, frozen=True):
     """A chunk of tool-call content being streamed.
 
     Attributes:
@@ -2495,7 +2497,7 @@ class ToolCallContentChunk(_Class, frozen=True):
 __all__.append("ToolCallContentChunk")
 
 
-class ToolCallUpdate(_Class, frozen=True):
+class ToolCallUpdate(Variant, frozen=True):
     """A tool call has been created or updated.
 
     Attributes:
@@ -2526,7 +2528,7 @@ class ToolCallUpdate(_Class, frozen=True):
 __all__.append("ToolCallUpdate")
 
 
-class TurnFailure(_Value, frozen=True):
+class TurnFailure(Record, frozen=True):
     """A failure that ended a turn, as a JSON-RPC error object (upstream `Error` inside `ErrorStopReason`).
 
     Attributes:
@@ -2543,7 +2545,7 @@ class TurnFailure(_Value, frozen=True):
 __all__.append("TurnFailure")
 
 
-class UnknownStateUpdate(_Class, frozen=True):
+class UnknownStateUpdate(Variant, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2563,7 +2565,7 @@ class UnknownStateUpdate(_Class, frozen=True):
 __all__.append("UnknownStateUpdate")
 
 
-class Usage(_Value, frozen=True):
+class Usage(Record, frozen=True):
     """**UNSTABLE**
 
     This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -2592,7 +2594,7 @@ class Usage(_Value, frozen=True):
 __all__.append("Usage")
 
 
-class UsageUpdate(_Class, frozen=True):
+class UsageUpdate(Variant, frozen=True):
     """Context window and cost update for the session.
 
     Attributes:
@@ -2611,7 +2613,7 @@ class UsageUpdate(_Class, frozen=True):
 __all__.append("UsageUpdate")
 
 
-class UserMessage(_Class, frozen=True):
+class UserMessage(Variant, frozen=True):
     """A user message has been created or updated.
 
     Agents can send this when they accept or replay a user message. When a
@@ -2632,7 +2634,7 @@ class UserMessage(_Class, frozen=True):
 __all__.append("UserMessage")
 
 
-class UserMessageChunk(_Class, frozen=True):
+class UserMessageChunk(Variant, frozen=True):
     """A chunk of the user's message being streamed.
 
     Attributes:
@@ -2649,7 +2651,7 @@ class UserMessageChunk(_Class, frozen=True):
 __all__.append("UserMessageChunk")
 
 
-class OtherAuthMethod(_Class, frozen=True):
+class OtherAuthMethod(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2664,7 +2666,7 @@ class OtherAuthMethod(_Class, frozen=True):
 __all__.append("OtherAuthMethod")
 
 
-class OtherMcpServer(_Class, frozen=True):
+class OtherMcpServer(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2679,7 +2681,7 @@ class OtherMcpServer(_Class, frozen=True):
 __all__.append("OtherMcpServer")
 
 
-class OtherRequestPermissionOutcome(_Class, frozen=True):
+class OtherRequestPermissionOutcome(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2694,7 +2696,7 @@ class OtherRequestPermissionOutcome(_Class, frozen=True):
 __all__.append("OtherRequestPermissionOutcome")
 
 
-class OtherSessionUpdate(_Class, frozen=True):
+class OtherSessionUpdate(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2709,7 +2711,7 @@ class OtherSessionUpdate(_Class, frozen=True):
 __all__.append("OtherSessionUpdate")
 
 
-class OtherStateUpdate(_Class, frozen=True):
+class OtherStateUpdate(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2724,7 +2726,7 @@ class OtherStateUpdate(_Class, frozen=True):
 __all__.append("OtherStateUpdate")
 
 
-class OtherBackgroundWork(_Class, frozen=True):
+class OtherBackgroundWork(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2739,7 +2741,7 @@ class OtherBackgroundWork(_Class, frozen=True):
 __all__.append("OtherBackgroundWork")
 
 
-class OtherToolCallContent(_Class, frozen=True):
+class OtherToolCallContent(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2754,7 +2756,7 @@ class OtherToolCallContent(_Class, frozen=True):
 __all__.append("OtherToolCallContent")
 
 
-class OtherPlanUpdateContent(_Class, frozen=True):
+class OtherPlanUpdateContent(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2769,7 +2771,7 @@ class OtherPlanUpdateContent(_Class, frozen=True):
 __all__.append("OtherPlanUpdateContent")
 
 
-class OtherContentBlock(_Class, frozen=True):
+class OtherContentBlock(Variant, frozen=True):
     """A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
 
     Attributes:
@@ -2992,7 +2994,7 @@ _AcpErrorInvalidInput.__qualname__ = "AcpError.InvalidInput"
 AcpError.InvalidInput = _AcpErrorInvalidInput
 
 
-class _AcpErrorInvalidInputValue(_Class, frozen=True, tag="InvalidInput"):
+class _AcpErrorInvalidInputValue(Variant, frozen=True, tag="InvalidInput"):
     detail: str
 
 
@@ -3011,7 +3013,7 @@ _AcpErrorProtocol.__qualname__ = "AcpError.Protocol"
 AcpError.Protocol = _AcpErrorProtocol
 
 
-class _AcpErrorProtocolValue(_Class, frozen=True, tag="Protocol"):
+class _AcpErrorProtocolValue(Variant, frozen=True, tag="Protocol"):
     error: ProtocolError
 
 
@@ -3030,7 +3032,7 @@ _AcpErrorAuthRequired.__qualname__ = "AcpError.AuthRequired"
 AcpError.AuthRequired = _AcpErrorAuthRequired
 
 
-class _AcpErrorAuthRequiredValue(_Class, frozen=True, tag="AuthRequired"):
+class _AcpErrorAuthRequiredValue(Variant, frozen=True, tag="AuthRequired"):
     error: ProtocolError
 
 
@@ -3050,7 +3052,7 @@ _AcpErrorRejected.__qualname__ = "AcpError.Rejected"
 AcpError.Rejected = _AcpErrorRejected
 
 
-class _AcpErrorRejectedValue(_Class, frozen=True, tag="Rejected"):
+class _AcpErrorRejectedValue(Variant, frozen=True, tag="Rejected"):
     reason: CallRejected
     detail: str
 
@@ -3071,7 +3073,7 @@ _AcpErrorHost.__qualname__ = "AcpError.Host"
 AcpError.Host = _AcpErrorHost
 
 
-class _AcpErrorHostValue(_Class, frozen=True, tag="Host"):
+class _AcpErrorHostValue(Variant, frozen=True, tag="Host"):
     error: HostError
     detail: str
 
@@ -3091,7 +3093,7 @@ _AcpErrorConfig.__qualname__ = "AcpError.Config"
 AcpError.Config = _AcpErrorConfig
 
 
-class _AcpErrorConfigValue(_Class, frozen=True, tag="Config"):
+class _AcpErrorConfigValue(Variant, frozen=True, tag="Config"):
     detail: str
 
 
@@ -3110,7 +3112,7 @@ _AcpErrorStore.__qualname__ = "AcpError.Store"
 AcpError.Store = _AcpErrorStore
 
 
-class _AcpErrorStoreValue(_Class, frozen=True, tag="Store"):
+class _AcpErrorStoreValue(Variant, frozen=True, tag="Store"):
     detail: str
 
 
@@ -3129,7 +3131,7 @@ _AcpErrorDisconnected.__qualname__ = "AcpError.Disconnected"
 AcpError.Disconnected = _AcpErrorDisconnected
 
 
-class _AcpErrorDisconnectedValue(_Class, frozen=True, tag="Disconnected"):
+class _AcpErrorDisconnectedValue(Variant, frozen=True, tag="Disconnected"):
     detail: str
 
 
@@ -3148,7 +3150,7 @@ _AcpErrorMismatch.__qualname__ = "AcpError.Mismatch"
 AcpError.Mismatch = _AcpErrorMismatch
 
 
-class _AcpErrorMismatchValue(_Class, frozen=True, tag="Mismatch"):
+class _AcpErrorMismatchValue(Variant, frozen=True, tag="Mismatch"):
     detail: str
 
 
@@ -3167,7 +3169,7 @@ _AcpErrorInternal.__qualname__ = "AcpError.Internal"
 AcpError.Internal = _AcpErrorInternal
 
 
-class _AcpErrorInternalValue(_Class, frozen=True, tag="Internal"):
+class _AcpErrorInternalValue(Variant, frozen=True, tag="Internal"):
     detail: str
 
 

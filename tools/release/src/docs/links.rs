@@ -280,7 +280,11 @@ fn check_docc(swift: &Path, report: &mut Report) -> Result<(), Error> {
         if relative.as_os_str().is_empty() {
             continue;
         }
-        let json = data.join(relative).with_extension("json");
+        // Appended, not `with_extension`: a disambiguated page (`notifications-swift.struct`)
+        // keeps its whole name.
+        let mut name = data.join(relative).into_os_string();
+        name.push(".json");
+        let json = std::path::PathBuf::from(name);
         if !json.is_file() {
             report.broken.push(format!(
                 "swift/{}: its content {} is missing",

@@ -40,7 +40,7 @@ pub trait AgentRuntime: Send + Sync {
 fn client_error(what: &str, e: FfiError) -> ErrorObject {
     match AcpError::from(e) {
         AcpError::Protocol { error } | AcpError::AuthRequired { error } => {
-            let data = error.detail.map(|d| serde_json::json!({ "detail": d }));
+            let data = error.detail.map(|d| ErrorObject::with_detail(error.code, &d).data).unwrap_or_default();
             ErrorObject { code: error.code, message: error.message, data }
         }
         other => {

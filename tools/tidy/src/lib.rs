@@ -517,11 +517,13 @@ fn is_product_source(path: &str, generated_rust: &[&str]) -> bool {
     let python = path.starts_with("bindings/python/python/acp_inject/") && path.ends_with(".py") && !path.contains("acp_inject_ffi");
     let kotlin = path.starts_with("bindings/kotlin/src/main/") && path.ends_with(".kt");
     // The Swift package's library targets; its benchmark executables and their recorded
-    // stream fixture are not product code.
+    // stream fixture are not product code, and a link into generated/ (the generated values and
+    // UniFFI's module) is generated code.
     let swift = path.starts_with("bindings/swift/Sources/")
         && path.ends_with(".swift")
         && !path.contains("Bench")
-        && !path.contains("RecordedStream");
+        && !path.contains("RecordedStream")
+        && !std::fs::symlink_metadata(root().join(path)).is_ok_and(|m| m.file_type().is_symlink());
     ((rust || python) && !generated) || kotlin || swift
 }
 

@@ -23,6 +23,7 @@ function tables(version) {
       client: {
         requests: {
           initialize: [z.zInitializeRequest, z.zInitializeResponse],
+          authenticate: [z.zAuthenticateRequest, z.zAuthenticateResponse],
           "session/new": [z.zNewSessionRequest, z.zNewSessionResponse],
           "session/load": [z.zLoadSessionRequest, z.zLoadSessionResponse],
           "session/prompt": [z.zPromptRequest, z.zPromptResponse],
@@ -44,6 +45,8 @@ function tables(version) {
     client: {
       requests: {
         initialize: [z.zInitializeRequest, z.zInitializeResponse],
+        "auth/login": [z.zLoginAuthRequest, z.zLoginAuthResponse],
+        "auth/logout": [z.zLogoutAuthRequest, z.zLogoutAuthResponse],
         "session/new": [z.zNewSessionRequest, z.zNewSessionResponse],
         "session/prompt": [z.zPromptRequest, z.zPromptResponse],
         "session/list": [z.zListSessionsRequest, z.zListSessionsResponse],

@@ -141,6 +141,24 @@ pub fn claude_agent_acp() -> Vec<(String, bool)> {
         };
         results.push((name, ok));
     }
+    for protocol in ["v1", "v2"] {
+        let name = format!("our Swift client against claude-agent-acp ({protocol})");
+        eprintln!("\n{name}:");
+        let test = "testOurClientAgainstClaudeAgentAcpOfflineOnTheProtocolVersionTheStageForces";
+        let ok = match crate::test::swift_interop_command(&format!("ShippingAgentInteropTests/{test}")) {
+            Ok(mut cmd) => {
+                ours_env(&mut cmd, &agent_command(&entry, &mock, &home, protocol), &mock, &work, protocol);
+                // It must have run, not been skipped.
+                process::run(&mut cmd, Echo::All)
+                    .is_ok_and(|r| r.success() && format!("{}{}", r.stdout, r.stderr).contains(&format!("{test}' passed")))
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                false
+            }
+        };
+        results.push((name, ok));
+    }
     results
 }
 

@@ -1247,7 +1247,7 @@ public protocol AgentRuntime: AnyObject, Sendable {
      * A request of an extension the agent serves, `params` encoded (optional JSON); its
      * result, encoded JSON. Errors as for `authenticate`.
      */
-    func `extension`(method: String, params: Data) async throws  -> Data
+    func extensionRequest(method: String, params: Data) async throws  -> Data
     
     /**
      * A notification of an extension the agent serves, `params` encoded (optional JSON).
@@ -1414,7 +1414,7 @@ open func authenticate(methodId: String)async throws   {
      * A request of an extension the agent serves, `params` encoded (optional JSON); its
      * result, encoded JSON. Errors as for `authenticate`.
      */
-open func `extension`(method: String, params: Data)async throws  -> Data  {
+open func extensionRequest(method: String, params: Data)async throws  -> Data  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
@@ -1692,7 +1692,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 droppedCallback: uniffiOutDroppedCallback
             )
         },
-        `extension`: { (
+        extensionRequest: { (
             uniffiHandle: UInt64,
             method: RustBuffer,
             params: RustBuffer,
@@ -1705,7 +1705,7 @@ fileprivate struct UniffiCallbackInterfaceAgentRuntime {
                 guard let uniffiObj = try? FfiConverterTypeAgentRuntime.handleMap.get(handle: uniffiHandle) else {
                     throw UniffiInternalError.unexpectedStaleHandle
                 }
-                return try await uniffiObj.`extension`(
+                return try await uniffiObj.extensionRequest(
                      method: try FfiConverterString.lift(method),
                      params: try FfiConverterData.lift(params)
                 )

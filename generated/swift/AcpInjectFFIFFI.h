@@ -296,7 +296,7 @@ typedef struct UniffiVTableCallbackInterfaceAgentRuntime {
     UniffiCallbackInterfaceAgentRuntimeMethod2 _Nonnull sessionResumed;
     UniffiCallbackInterfaceAgentRuntimeMethod3 _Nonnull sessionClosed;
     UniffiCallbackInterfaceAgentRuntimeMethod4 _Nonnull authenticate;
-    UniffiCallbackInterfaceAgentRuntimeMethod5 _Nonnull `extension`;
+    UniffiCallbackInterfaceAgentRuntimeMethod5 _Nonnull extensionRequest;
     UniffiCallbackInterfaceAgentRuntimeMethod6 _Nonnull extensionNotification;
 } UniffiVTableCallbackInterfaceAgentRuntime;
 

@@ -512,16 +512,7 @@ impl VectorRun {
                 _ => Err(fail(format!("expected nothing sent, got {sent:?}"))),
             },
             // An array: these lines, in order (a client sends no batches).
-            (Ok(()), Some(Value::Array(expected)), None) => {
-                if expected.len() != sent.len() {
-                    return Err(fail(format!("expected {} lines sent, got {}: {sent:?}", expected.len(), sent.len())));
-                }
-                for (i, (e, line)) in expected.iter().zip(sent).enumerate() {
-                    let actual: Value = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
-                    self.captures.matches(e, &actual, &format!("sends[{i}]")).map_err(fail)?;
-                }
-                Ok(())
-            }
+            (Ok(()), Some(Value::Array(expected)), None) => self.lines_sent(expected, sent, "sends").map_err(fail),
             (Ok(()), Some(expected), None) => {
                 let [line] = sent else { return Err(fail(format!("expected one line sent, got {}: {sent:?}", sent.len()))) };
                 let actual: Value = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
@@ -549,12 +540,17 @@ impl VectorRun {
         let expected = self.expected.take().unwrap_or(Value::Null);
         let fail = |e: String| err(format!("{at} (expectSent): {e}"));
         let expected = expected.as_array().ok_or_else(|| fail("`expectSent` is not an array".into()))?;
+        self.lines_sent(expected, sent, "line").map_err(fail)
+    }
+
+    /// Exactly the `expected` lines were `sent`, in order (`what` names them in a mismatch).
+    fn lines_sent(&mut self, expected: &[Value], sent: &[String], what: &str) -> Result<(), String> {
         if expected.len() != sent.len() {
-            return Err(fail(format!("expected {} lines sent, got {}: {sent:?}", expected.len(), sent.len())));
+            return Err(format!("expected {} lines sent, got {}: {sent:?}", expected.len(), sent.len()));
         }
         for (i, (e, line)) in expected.iter().zip(sent).enumerate() {
-            let actual: Value = serde_json::from_str(line).map_err(|e| fail(e.to_string()))?;
-            self.captures.matches(e, &actual, &format!("line {i}")).map_err(fail)?;
+            let actual: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            self.captures.matches(e, &actual, &format!("{what} {i}"))?;
         }
         Ok(())
     }

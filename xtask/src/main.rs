@@ -65,11 +65,18 @@ enum Cmd {
         rounds: u32,
         /// Rerun only the durability and scale part (the stores, the crash campaigns, the load
         /// tests) and replace it in BENCHMARKS.md, keeping the language comparisons above it.
-        #[arg(long, conflicts_with = "python_only")]
+        #[arg(long, conflicts_with_all = ["python_only", "kotlin_only", "swift_only"])]
         durability_only: bool,
         /// Rerun only the Python comparison and replace its section in BENCHMARKS.md.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["kotlin_only", "swift_only"])]
         python_only: bool,
+        /// Rerun only the Kotlin comparison and replace its section in BENCHMARKS.md.
+        #[arg(long, conflicts_with = "swift_only")]
+        kotlin_only: bool,
+        /// Rerun only the Swift comparison and replace its section in BENCHMARKS.md (adding it
+        /// when it is not there yet).
+        #[arg(long)]
+        swift_only: bool,
     },
     /// Fuzzing with cargo-fuzz.
     #[command(subcommand)]
@@ -124,11 +131,15 @@ fn main() -> ExitCode {
         Cmd::Conformance { dirs } => conformance::run(dirs),
         Cmd::Test(args) => test::run(&args),
         Cmd::Demo { delay_ms } => demo::run(delay_ms),
-        Cmd::Bench { rounds, durability_only, python_only } => {
+        Cmd::Bench { rounds, durability_only, python_only, kotlin_only, swift_only } => {
             if durability_only {
                 acp_inject_benchmarks::durability_only().map_err(Error::from)
             } else if python_only {
                 acp_inject_benchmarks::python_only(rounds).map_err(Error::from)
+            } else if kotlin_only {
+                acp_inject_benchmarks::kotlin_only(rounds).map_err(Error::from)
+            } else if swift_only {
+                acp_inject_benchmarks::swift_only(rounds).map_err(Error::from)
             } else {
                 acp_inject_benchmarks::run(rounds).map_err(Error::from)
             }

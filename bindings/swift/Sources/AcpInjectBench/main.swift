@@ -1,11 +1,12 @@
 // A streaming client's cost through the Swift package: agent lines received one at a time.
 //
-//     ACP_INJECT_CARGO_PROFILE=release bindings/swift/swiftw run -c release AcpInjectBench [--lines 100000] [--repeat 5]
+//     ACP_INJECT_CARGO_PROFILE=release bindings/swift/swiftw run -c release AcpInjectBench [--lines 100000] [--repeat 7] [--json]
 //
 // Applies the recorded 100,000-line stream (`RecordedStream.lines`, from
 // bindings/swift/Sources/RecordedStream/RecordedStream.swift) to a fresh `ClientCore` with
-// session s1 open and reports, as the median of `--repeat` runs after one warm-up run in the
-// same process:
+// session s1 open and reports, as the median of `--repeat` interleaved rounds (each round runs
+// every contender once, in turn, so a noisy neighbour slows all of them alike) after one
+// warm-up run of each in the same process:
 // - per line: one `receive(line:)` per line, each returning that line's events as Swift values
 //   (`[Event]`, decoded from the boundary encoding): what a client reading its agent line by
 //   line pays, the library's parsing, mirror and routing included (one plain C call of
@@ -23,7 +24,8 @@
 // - Foundation's `JSONSerialization` of the same lines (a JSON tree, untyped);
 // - one no-op crossing (`libraryVersion()`), for the per-call overhead.
 // It ends with the ratio of the baseline to the per-line path (above 1: the per-line path is
-// faster than decoding the lines alone with JSONDecoder).
+// faster than decoding the lines alone with JSONDecoder); with `--json`, then one JSON object
+// with the figures (what `cargo xtask bench` reads into BENCHMARKS.md) as the last line.
 import AcpInject
 import AcpInjectFFI // for the comparison with the binding's own per-line call (names qualified below)
 import Foundation
@@ -35,15 +37,30 @@ func arg(_ name: String, _ fallback: Int) -> Int {
     return v
 }
 
-func medianSeconds(_ repeatCount: Int, _ body: () throws -> Void) rethrows -> Double {
-    try body() // warm-up
-    var times: [Double] = []
-    for _ in 0..<repeatCount {
-        let t = DispatchTime.now().uptimeNanoseconds
-        try body()
-        times.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9)
+/// Contenders measured in interleaved rounds: `add` registers one, `run` times them.
+final class Rounds {
+    private var bodies: [(String, () throws -> Void)] = []
+    private var times: [String: [Double]] = [:]
+
+    func add(_ name: String, _ body: @escaping () throws -> Void) { bodies.append((name, body)) }
+
+    /// One warm-up run of each, then `count` rounds of each in turn.
+    func run(_ count: Int) throws {
+        for (_, body) in bodies { try body() }
+        for _ in 0..<count {
+            for (name, body) in bodies {
+                let t = DispatchTime.now().uptimeNanoseconds
+                try body()
+                times[name, default: []].append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9)
+            }
+        }
     }
-    return times.sorted()[times.count / 2]
+
+    /// The median of a contender's rounds, in seconds.
+    func median(_ name: String) -> Double {
+        let sorted = (times[name] ?? []).sorted()
+        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+    }
 }
 
 let capabilities = AcpInject.defaultAgentConfig().inject
@@ -79,19 +96,24 @@ struct Notification: Decodable {
 }
 
 let n = arg("--lines", 100_000)
-let repeatCount = arg("--repeat", 5)
+let repeatCount = arg("--repeat", 7)
+let json = CommandLine.arguments.contains("--json")
 let lines = RecordedStream.lines(n)
 let blob = RecordedStream.bytes(lines)
 let text = RecordedStream.text(lines)
 let reads = stride(from: 0, to: blob.count, by: 64 * 1024).map { blob.subdata(in: $0..<min($0 + 64 * 1024, blob.count)) }
+let datas = lines.map { Data($0.utf8) }
+let decoder = JSONDecoder()
+let calls = 200_000
 
-let tLine = try medianSeconds(repeatCount) {
+let rounds = Rounds()
+rounds.add("line") {
     let c = try client()
     var events = 0
     for line in lines { events += try c.receive(line: line).count }
     try check(c, events: events)
 }
-let tUniffi = try medianSeconds(repeatCount) {
+rounds.add("uniffi") {
     let c = AcpInjectFFI.ClientCore(maxLineBytes: 1 << 20)
     try c.assumeCapabilities(inject: Boundary.encode(capabilities))
     try c.openSession(sessionId: "s1", mirrorJson: nil)
@@ -99,19 +121,17 @@ let tUniffi = try medianSeconds(repeatCount) {
     for line in lines { events += try Boundary.decode([Event].self, from: c.receive(line: line)).count }
     check(try Boundary.decode(MirrorSnapshot?.self, from: c.snapshot(sessionId: "s1")), ignored: Int(try c.ignoredLines()), events: events)
 }
-let tRead = try medianSeconds(repeatCount) {
+rounds.add("read") {
     let c = try client()
     var events = 0
     for chunk in reads { events += try c.receive(bytes: chunk).count }
     try check(c, events: events)
 }
-let tBulk = try medianSeconds(repeatCount) {
+rounds.add("bulk") {
     let c = try client()
     try check(c, events: c.receive(text: text).count)
 }
-let datas = lines.map { Data($0.utf8) }
-let decoder = JSONDecoder()
-let tDecoder = try medianSeconds(repeatCount) {
+rounds.add("decoder") {
     var updates = 0
     for d in datas {
         let notification = try decoder.decode(Notification.self, from: d)
@@ -120,13 +140,16 @@ let tDecoder = try medianSeconds(repeatCount) {
     }
     precondition(updates == n)
 }
-let tJson = try medianSeconds(repeatCount) {
+rounds.add("json") {
     for d in datas { _ = try JSONSerialization.jsonObject(with: d) }
 }
-let calls = 200_000
-let tNoop = medianSeconds(repeatCount) {
+rounds.add("noop") {
     for _ in 0..<calls { _ = AcpInjectFFI.libraryVersion() }
-} / Double(calls)
+}
+try rounds.run(repeatCount)
+
+let (tLine, tUniffi, tRead, tBulk) = (rounds.median("line"), rounds.median("uniffi"), rounds.median("read"), rounds.median("bulk"))
+let (tDecoder, tJson, tNoop) = (rounds.median("decoder"), rounds.median("json"), rounds.median("noop") / Double(calls))
 
 let mb = Double(blob.count) / 1e6
 func pad(_ s: String, _ width: Int) -> String { s.count >= width ? s : s + String(repeating: " ", count: width - s.count) }
@@ -134,7 +157,7 @@ func row(_ what: String, _ t: Double) {
     let perSecond = String(format: "%12.0f", Double(n) / t)
     print("\(pad(what, 52)) \(perSecond) lines/s \(String(format: "%8.1f", mb / t)) MB/s \(String(format: "%7.2f", t / Double(n) * 1e6)) us/line")
 }
-print("stream: \(n) lines, \(String(format: "%.1f", mb)) MB (\(blob.count / n) B/line); median of \(repeatCount) runs")
+print("stream: \(n) lines, \(String(format: "%.1f", mb)) MB (\(blob.count / n) B/line); medians of \(repeatCount) interleaved rounds")
 row("per line: receive(line:) -> [Event] (parse + mirror)", tLine)
 row("per line through UniFFI's receive(line:)", tUniffi)
 row("per read: receive(bytes:), 64 KiB chunks", tRead)
@@ -144,3 +167,21 @@ row("JSONSerialization only (untyped, no state)", tJson)
 print("\(pad("one no-op crossing (libraryVersion)", 52)) \(String(format: "%12.2f", tNoop * 1e6)) us")
 print("per-line overhead over per read: \(String(format: "%.2f", (tLine - tRead) / Double(n) * 1e6)) us/line")
 print("per line vs JSONDecoder: \(String(format: "%.2f", tDecoder / tLine))x (above 1: the per-line path is faster)")
+if json {
+    let us = { (t: Double) in t / Double(n) * 1e6 }
+    let result: [String: Any] = [
+        "lines": n,
+        "bytes_per_line": blob.count / n,
+        "rounds": repeatCount,
+        "ours_line_us": us(tLine),
+        "ours_uniffi_us": us(tUniffi),
+        "ours_read_us": us(tRead),
+        "ours_bulk_us": us(tBulk),
+        "decoder_us": us(tDecoder),
+        "json_serialization_us": us(tJson),
+        "noop_crossing_us": tNoop * 1e6,
+        "ratio": tDecoder / tLine,
+    ]
+    let data = try JSONSerialization.data(withJSONObject: result, options: [.sortedKeys])
+    print(String(decoding: data, as: UTF8.self))
+}

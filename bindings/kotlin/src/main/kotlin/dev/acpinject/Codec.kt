@@ -217,6 +217,35 @@ private fun describe(type: ValueType): String = when (type) {
     ValueType.EXTENSION -> "an extension value"
 }
 
+/** The longest key [ValueReader.key] keeps decoded (the model's names are far shorter). */
+private const val KEY_MAX = 64
+
+/**
+ * Decoded keys by their UTF-8 bytes: a direct-mapped table of [SLOTS] entries, each the bytes and
+ * the string (a colliding key replaces the one in its slot; it is only decoded again).
+ */
+private class KeyCache {
+    private val bytes = arrayOfNulls<ByteArray>(SLOTS)
+    private val strings = arrayOfNulls<String>(SLOTS)
+
+    /** The string of the first [len] bytes of [b]. */
+    fun get(b: ByteArray, len: Int): String {
+        var h = len
+        for (i in 0 until len) h = 31 * h + b[i]
+        val slot = (h xor (h ushr 16)) and (SLOTS - 1)
+        val known = bytes[slot]
+        if (known != null && known.size == len && java.util.Arrays.equals(known, 0, len, b, 0, len)) return strings[slot]!!
+        val s = String(b, 0, len, Charsets.UTF_8)
+        bytes[slot] = b.copyOf(len)
+        strings[slot] = s
+        return s
+    }
+
+    private companion object {
+        const val SLOTS = 512
+    }
+}
+
 /** How deep JSON values may nest (as deep as the Rust side reads them). */
 private const val MAX_DEPTH = 128
 
@@ -254,13 +283,27 @@ internal class ValueReader private constructor() {
         return u.unpackString()
     }
 
-    /** A map's key. */
-    fun key(): String = string()
+    /**
+     * A map's key, or a class tag: the same few names (the model's fields and classes) over and
+     * over, so each is decoded into a `String` once per reader and found again by its bytes
+     * ([keys]). The same string `unpackString` would give (msgpack-core's default replaces
+     * malformed UTF-8, and so does `String(bytes, UTF_8)`).
+     */
+    fun key(): String {
+        if (format().valueType != ValueType.STRING) throw expected("a string")
+        val len = u.unpackRawStringHeader()
+        if (len > KEY_MAX) return String(u.readPayload(len), Charsets.UTF_8)
+        u.readPayload(keyBytes, 0, len)
+        return keys.get(keyBytes, len)
+    }
+
+    private val keyBytes = ByteArray(KEY_MAX)
+    private val keys = KeyCache()
 
     /** The class tag, the first pair of a union's map of [n] pairs. */
     fun tag(n: Int): String {
-        if (n < 1 || field("$") { string() } != "$") throw DecodeException("a union's value names its class first, under \"$\"")
-        return field("$") { string() }
+        if (n < 1 || field("$") { key() } != "$") throw DecodeException("a union's value names its class first, under \"$\"")
+        return field("$") { key() }
     }
 
     /** The class tag, which must be [cls]. */

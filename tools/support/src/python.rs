@@ -35,7 +35,24 @@ pub fn python_with_test_package() -> Result<PathBuf, Error> {
     install(&crate::cache_dir().join("venv"), "bindings/python/test-package[test]", true)
 }
 
+/// What this process last installed into each venv: the sources do not change during one run
+/// of the task runner, so asking again for the same spec (the interop stage asks four times)
+/// reuses the install instead of rebuilding the wheel.
+static INSTALLED: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+
 fn install(venv: &Path, spec: &str, test_tools: bool) -> Result<PathBuf, Error> {
+    let mut installed = INSTALLED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if installed.iter().any(|(v, s)| v == venv && s == spec) {
+        eprintln!("installed already in this run: {spec} in the venv at {}", venv.display());
+        return cached_venv(venv);
+    }
+    installed.retain(|(v, _)| v != venv);
+    let py = install_now(venv, spec, test_tools)?;
+    installed.push((venv.to_path_buf(), spec.to_owned()));
+    Ok(py)
+}
+
+fn install_now(venv: &Path, spec: &str, test_tools: bool) -> Result<PathBuf, Error> {
     let py = cached_venv(venv)?;
     remove_develop_outputs()?;
     remove_stale_bindings()?;

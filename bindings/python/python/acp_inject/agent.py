@@ -19,7 +19,7 @@ stdout carries the protocol: log to stderr.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, List, Optional, Sequence, Tuple, cast
+from typing import Any, Awaitable, Callable, List, Optional, Sequence, Tuple, TypeVar, cast
 
 from ._core import default_agent_config
 from ._errors import acall, arg, call, checked, to_ffi
@@ -218,40 +218,37 @@ class _Runtime(_ffi.AgentRuntime):  # type: ignore[misc]
             raise to_ffi(e) from e
 
     async def session_opened(self, session_id: str, setup: bytes) -> None:
-        try:
-            await self._agent.opened(session_id, decode(SessionSetup, setup))
-        except Exception as e:
-            raise to_ffi(e) from e
+        await _for_library(lambda: self._agent.opened(session_id, decode(SessionSetup, setup)))
 
     async def session_resumed(self, session_id: str, setup: bytes) -> None:
-        try:
-            await self._agent.resumed(session_id, decode(SessionSetup, setup))
-        except Exception as e:
-            raise to_ffi(e) from e
+        await _for_library(lambda: self._agent.resumed(session_id, decode(SessionSetup, setup)))
 
     async def session_closed(self, session_id: str, dropped: bytes) -> None:
-        try:
-            await self._agent.closed(session_id, decode(List[PendingInject], dropped))
-        except Exception as e:
-            raise to_ffi(e) from e
+        await _for_library(lambda: self._agent.closed(session_id, decode(List[PendingInject], dropped)))
 
     async def authenticate(self, method_id: str) -> None:
-        try:
-            await self._agent.authenticate(method_id)
-        except Exception as e:
-            raise to_ffi(e) from e
+        await _for_library(lambda: self._agent.authenticate(method_id))
 
     async def extension(self, method: str, params: bytes) -> bytes:
-        try:
+        async def answer() -> bytes:
             return arg(await self._agent.extension(method, decode(Any, params)))
-        except Exception as e:
-            raise to_ffi(e) from e
+
+        return await _for_library(answer)
 
     async def extension_notification(self, method: str, params: bytes) -> None:
-        try:
-            await self._agent.extension_notification(method, decode(Any, params))
-        except Exception as e:
-            raise to_ffi(e) from e
+        await _for_library(lambda: self._agent.extension_notification(method, decode(Any, params)))
+
+
+_T = TypeVar("_T")
+
+
+async def _for_library(call: Callable[[], Awaitable[_T]]) -> _T:
+    """Runs one of the author's hooks for the library: what it raises (or what its arguments
+    fail to decode with) goes back as the library's error."""
+    try:
+        return await call()
+    except Exception as e:
+        raise to_ffi(e) from e
 
 
 def agent_config(

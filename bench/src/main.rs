@@ -138,7 +138,7 @@ fn running(pending: usize) -> (Agent, Vec<String>) {
     let inject =
         serde_json::from_value(json!({ "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["finish"] }))
             .unwrap();
-    let config = AgentConfig { inject: Some(inject), policy: Default::default(), info: Default::default(), setup: Default::default() };
+    let config = AgentConfig { inject: Some(inject), ..Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
     a.create_session(&SessionId("s1".into()), "/work").unwrap();
     a.attach_to_session(&"c1".into(), &SessionId("s1".into())).unwrap();

@@ -930,8 +930,7 @@ fn methods(spec: &Spec) -> Result<(Vec<MethodEntry>, Vec<Group>), Error> {
     extensions.sort_unstable();
     extensions.dedup();
     for m in extensions {
-        let with_method: Vec<&str> =
-            spec.defs.iter().filter(|d| d.method.as_deref() == Some(m)).map(|d| d.name.as_str()).collect();
+        let with_method: Vec<&str> = spec.defs.iter().filter(|d| d.method.as_deref() == Some(m)).map(|d| d.name.as_str()).collect();
         let params = with_method
             .iter()
             .find(|n| !n.ends_with("Response"))

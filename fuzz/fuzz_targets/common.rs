@@ -10,7 +10,7 @@ pub fn agent(policy: Policy) -> Agent {
     let inject = InjectCapabilities::new(vec![InjectMode::Queue, InjectMode::Steer])
         .pending(PendingCapabilities::new().replace(true))
         .steer_in_stream(vec![SteerInStream::Interrupt, SteerInStream::Finish]);
-    let config = AgentConfig { inject: Some(inject), policy, info: Default::default(), setup: Default::default() };
+    let config = AgentConfig { inject: Some(inject), policy, ..Default::default() };
     let mut a = Agent::new(config).expect("a valid configuration");
     a.create_session(&SessionId("s1".into()), "/tmp").unwrap();
     a.attach_to_session(&"c1".into(), &SessionId("s1".into())).unwrap();

@@ -338,7 +338,10 @@ impl VectorRun {
             }
             if let Some(answer) = step.get("answerCall") {
                 let answer = self.captures.substitute(answer).map_err(fail)?;
-                let id = answer.get("callId").and_then(Value::as_u64).ok_or_else(|| fail("answerCall without a whole-number `callId`".into()))?;
+                let id = answer
+                    .get("callId")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| fail("answerCall without a whole-number `callId`".into()))?;
                 let outcome = match (answer.get("result"), answer.get("error")) {
                     (Some(r), None) => Ok(r.clone()),
                     (None, Some(e)) => Err(serde_json::from_value(e.clone()).map_err(|e| fail(format!("answerCall.error: {e}")))?),

@@ -94,7 +94,9 @@ fn permission_requests_settled_by_the_client_take_the_apps_late_answer_and_send_
     c.receive_line(&json!({ "jsonrpc": "2.0", "method": "$/cancel_request", "params": { "requestId": 8 } }).to_string());
     let events = c.take_events();
     assert!(
-        events.iter().any(|e| matches!(e, Event::Notification { method, params: Some(p) } if method == "$/cancel_request" && p["requestId"] == 8)),
+        events.iter().any(
+            |e| matches!(e, Event::Notification { method, params: Some(p) } if method == "$/cancel_request" && p["requestId"] == 8)
+        ),
         "the app hears of the withdrawal: {events:?}"
     );
     let answer: Value = serde_json::from_str(&c.take_outgoing()[0]).unwrap();

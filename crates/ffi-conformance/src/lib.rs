@@ -92,19 +92,40 @@ pub enum ClientCall {
 /// What a conformance driver must do next (event: a `RuntimeEvent`, encoded).
 #[derive(Debug, Clone, uniffi::Enum)]
 pub enum Instruction {
-    ClientLine { connection: String, line: String },
-    Runtime { session: String, event: Vec<u8> },
+    ClientLine {
+        connection: String,
+        line: String,
+    },
+    Runtime {
+        session: String,
+        event: Vec<u8>,
+    },
     Expect,
-    ExpectHistory { session: String },
-    Call { call: ClientCall },
-    Receive { line: String },
-    ExpectState { session: String },
+    ExpectHistory {
+        session: String,
+    },
+    Call {
+        call: ClientCall,
+    },
+    Receive {
+        line: String,
+    },
+    ExpectState {
+        session: String,
+    },
     ExpectSent,
-    ExpectItem { session: String, message_id: String },
+    ExpectItem {
+        session: String,
+        message_id: String,
+    },
     /// Answer the host call `id` (`AgentCore.answer_call` with `result`, encoded JSON, or
     /// `AgentCore.refuse_call` with `error`, an encoded `TurnFailure`: exactly one is not
     /// empty); report with `record_runtime_result`.
-    AnswerCall { id: u64, result: Vec<u8>, error: Vec<u8> },
+    AnswerCall {
+        id: u64,
+        result: Vec<u8>,
+        error: Vec<u8>,
+    },
 }
 
 impl From<Call> for ClientCall {
@@ -137,7 +158,8 @@ impl From<Step> for Instruction {
             Step::AnswerCall { id, outcome } => match outcome {
                 Ok(result) => Instruction::AnswerCall { id, result: out(&result), error: Vec::new() },
                 Err(e) => {
-                    let failure = acp_inject_core::wire::TurnFailure::new(i32::try_from(e.code).unwrap_or(i32::MIN), e.message).data(e.data);
+                    let failure =
+                        acp_inject_core::wire::TurnFailure::new(i32::try_from(e.code).unwrap_or(i32::MIN), e.message).data(e.data);
                     Instruction::AnswerCall { id, result: Vec::new(), error: out(&failure) }
                 }
             },

@@ -62,7 +62,7 @@ fn running_agent(store: Box<dyn Store>) -> Running {
             Output::Line { line, .. } => {
                 serde_json::from_str::<serde_json::Value>(line).ok()?["result"]["sessionId"].as_str().map(str::to_owned)
             }
-            Output::Action { .. } => None,
+            Output::Action { .. } | Output::Call { .. } => None,
         })
         .expect("session/new answered");
     let prompt = json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":session,"prompt":[{"type":"text","text":"go"}]}});

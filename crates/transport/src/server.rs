@@ -22,8 +22,8 @@ use acp_inject_core::agent::{
     PermissionAsk, RuntimeAction, RuntimeEvent, SessionRecord, SessionSetup, Store, StoreError, UserInput,
 };
 use acp_inject_core::wire::{
-    AgentMessageChunk, ContentBlock, ErrorObject, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionId, SessionUpdate,
-    StopReason, TextContent, TurnFailure, Usage,
+    AgentMessageChunk, ContentBlock, ErrorObject, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionId,
+    SessionUpdate, StopReason, TextContent, TurnFailure, Usage,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};

@@ -43,8 +43,8 @@ use serde::{Deserialize, Serialize};
 
 pub use acp_inject_wire::PendingInject;
 pub use config::{
-    AgentConfig, AgentInfo, AuthSupport, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport, DEFAULT_LIST_PAGE_SIZE,
-    DEFAULT_REMEMBER_IDS,
+    AgentConfig, AgentInfo, AuthSupport, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport,
+    DEFAULT_LIST_PAGE_SIZE, DEFAULT_REMEMBER_IDS,
 };
 pub use hosts::SESSION_HELD_ELSEWHERE;
 pub use outgoing::cancelled_outcome;

@@ -122,7 +122,10 @@ impl Agent {
             // R-EXT-2: the extension methods the host serves go to it.
             _ if self.config.extensions.iter().any(|e| e == method) => {
                 let params = params.and_then(|p| serde_json::from_str(p.get()).ok());
-                Reply { host: Some(HostCall::Extension { method: method.to_owned(), params }), ..Reply::err(ErrorObject::method_not_found()) }
+                Reply {
+                    host: Some(HostCall::Extension { method: method.to_owned(), params }),
+                    ..Reply::err(ErrorObject::method_not_found())
+                }
             }
             m::SESSION_CLOSE => self.close_request(conn, params),
             m::SESSION_STATUS => self.status(params),
@@ -224,12 +227,16 @@ impl Agent {
             _ => None,
         });
         match advertised {
-            Some(true) => Reply { host: Some(HostCall::Authenticate { method_id: p.method_id }), ..Reply::err(ErrorObject::method_not_found()) },
+            Some(true) => {
+                Reply { host: Some(HostCall::Authenticate { method_id: p.method_id }), ..Reply::err(ErrorObject::method_not_found()) }
+            }
             Some(false) => Reply::err(ErrorObject::invalid_params(&format!(
                 "at `methodId`: {:?} is a terminal method: the client runs the agent in a terminal for it, it is not sent",
                 p.method_id
             ))),
-            None => Reply::err(ErrorObject::invalid_params(&format!("at `methodId`: {:?} is not an advertised auth method", p.method_id))),
+            None => {
+                Reply::err(ErrorObject::invalid_params(&format!("at `methodId`: {:?} is not an advertised auth method", p.method_id)))
+            }
         }
     }
 

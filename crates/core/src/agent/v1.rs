@@ -388,10 +388,8 @@ fn v1_auth_method(method: &acp_inject_wire::AuthMethod) -> Option<Map<String, Va
         m.remove("type");
     }
     if let Some(Value::Array(env)) = m.remove("env") {
-        let map: Map<String, Value> = env
-            .into_iter()
-            .filter_map(|e| Some((e.get("name")?.as_str()?.to_owned(), e.get("value")?.clone())))
-            .collect();
+        let map: Map<String, Value> =
+            env.into_iter().filter_map(|e| Some((e.get("name")?.as_str()?.to_owned(), e.get("value")?.clone()))).collect();
         m.insert("env".into(), Value::Object(map));
     }
     Some(m)

@@ -13,13 +13,13 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use acp_inject_wire::framing::{Framed, LineFramer};
 use acp_inject_wire::jsonrpc::{self, AgentLine, Incoming};
 use acp_inject_wire::{
-    collect_tolerated, AuthMethod, CancelSessionNotification, ClientCapabilities, CloseSessionRequest, ContentBlock, ErrorObject,
-    Implementation, InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest, InjectResponse,
-    ListSessionsRequest, ListSessionsResponse, LoginAuthRequest, LogoutAuthRequest, McpServer, MessageId, NewSessionRequest,
-    NewSessionResponse, PromptRequest, ProtocolVersion, ReplaceInjectRequest, ReplayFrom, ReplayFromStart, RequestId,
-    CancelledPermissionOutcome, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest, RevokeInjectRequest,
-    SessionId, SessionStatus, SessionStatusRequest, SessionStatusResponse, SteeringOutcome, SteeringRequest, SteeringResponse,
-    UpdateSessionNotification,
+    collect_tolerated, AuthMethod, CancelSessionNotification, CancelledPermissionOutcome, ClientCapabilities, CloseSessionRequest,
+    ContentBlock, ErrorObject, Implementation, InitializeRequest, InitializeResponse, InjectCapabilities, InjectMode, InjectRequest,
+    InjectResponse, ListSessionsRequest, ListSessionsResponse, LoginAuthRequest, LogoutAuthRequest, McpServer, MessageId,
+    NewSessionRequest, NewSessionResponse, PromptRequest, ProtocolVersion, ReplaceInjectRequest, ReplayFrom, ReplayFromStart,
+    RequestId, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
+    RevokeInjectRequest, SessionId, SessionStatus, SessionStatusRequest, SessionStatusResponse, SteeringOutcome, SteeringRequest,
+    SteeringResponse, UpdateSessionNotification,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -573,8 +573,7 @@ impl ClientConnection {
     pub fn cancel(&mut self, session_id: &SessionId) {
         let params = CancelSessionNotification::new(session_id.clone());
         self.outbox.push_back(jsonrpc::notification_line(&params));
-        let open: Vec<RequestId> =
-            self.permissions.iter().filter(|(_, s)| **s == session_id.0).map(|(id, _)| id.clone()).collect();
+        let open: Vec<RequestId> = self.permissions.iter().filter(|(_, s)| **s == session_id.0).map(|(id, _)| id.clone()).collect();
         for id in open {
             self.settle_permission(&id);
         }

@@ -182,7 +182,9 @@ fn classify(text: &str) -> Result<Incoming<'_>, FrameError> {
             return Err(invalid("`params` must be an object or an array"));
         }
     }
-    match (raw.method, raw.result, raw.error) {
+    // `"result": null` beside an `error` is an error response (peers that write both members).
+    let result = raw.result.filter(|r| !(raw.error.is_some() && r.get() == "null"));
+    match (raw.method, result, raw.error) {
         // ACP's request ids are strings or integers: "Unlike base JSON-RPC, it MUST NOT be
         // `null`" (upstream v2 draft, `RequestId`). Answered -32600 with id null.
         (Some(_), None, None) if id == Some(RequestId::Null) => {
@@ -528,5 +530,12 @@ mod tests {
             panic!("an error response");
         };
         assert_eq!(e.code, -32601);
+        let Ok(Incoming::Response { outcome: Err(e), .. }) =
+            parse_line(r#"{"jsonrpc":"2.0","id":3,"result":null,"error":{"code":-32000,"message":"Authentication required"}}"#)
+        else {
+            panic!("an error response with a null result beside it");
+        };
+        assert_eq!(e.code, -32000);
+        assert!(parse_line(r#"{"jsonrpc":"2.0","id":3,"result":{},"error":{"code":-32000,"message":"x"}}"#).is_err());
     }
 }

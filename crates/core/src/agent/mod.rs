@@ -337,6 +337,12 @@ impl Agent {
         self.v1.remove(conn);
         // Its calls' answers would go nowhere.
         self.calls.retain(|_, c| c.conn != *conn);
+        self.leave_sessions(conn);
+    }
+
+    /// Detaches `conn` from every session (it gets none of their output any more; permission
+    /// requests only it could answer end `cancelled`), and unloads those nobody attends.
+    pub(super) fn leave_sessions(&mut self, conn: &ConnId) {
         let mut left = Vec::new();
         for (id, s) in &mut self.sessions {
             if s.attached.remove(conn) {
@@ -779,8 +785,17 @@ impl Agent {
                 }
                 self.out.extend(reply.after);
             }
-            Incoming::Notification { method, params } if checked.is_ok() => self.notification(conn, &method, params),
-            // A request method sent without an id: the schema rejects it; nothing to answer.
+            // R-INIT-2, R-AUTH-3: a notification counts only from a connection that may send
+            // requests (a `session/cancel` attaches its sender to the session).
+            Incoming::Notification { method, params }
+                if checked.is_ok()
+                    && self.connections.get(conn).is_some_and(|c| c.initialized)
+                    && !self.must_log_in(conn, &method) =>
+            {
+                self.notification(conn, &method, params)
+            }
+            // A request method sent without an id (the schema rejects it), or a notification from
+            // a connection not initialized or not logged in: nothing to answer.
             Incoming::Notification { .. } => self.ignored += 1,
             // An answer to one of the core's own requests, or to none (ignored).
             Incoming::Response { id, outcome } => self.response(conn, &id, outcome),

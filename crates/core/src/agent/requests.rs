@@ -240,10 +240,23 @@ impl Agent {
         }
     }
 
-    /// `auth/logout` (R-AUTH-2): the connection is logged out.
+    /// `auth/logout` (R-AUTH-2): the connection is logged out; a login of its still being
+    /// checked is refused (it does not log the connection in after its logout); on an agent
+    /// that requires authentication it leaves its sessions.
     fn logout(&mut self, conn: &ConnId) -> Reply {
         if let Some(c) = self.connections.get_mut(conn) {
             c.authenticated = false;
+        }
+        let logins: Vec<u64> = self.calls.iter().filter(|(_, c)| c.conn == *conn && c.login).map(|(id, _)| *id).collect();
+        for id in logins {
+            let error = ErrorObject::with_detail(
+                acp_inject_wire::errors::AUTH_REQUIRED,
+                "the connection logged out while the login was checked",
+            );
+            let _ = self.answer_call(id, Err(error));
+        }
+        if self.config.auth.required {
+            self.leave_sessions(conn);
         }
         Reply::ok(&acp_inject_wire::LogoutAuthResponse::new())
     }

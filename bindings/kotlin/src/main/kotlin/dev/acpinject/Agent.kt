@@ -223,7 +223,9 @@ private suspend inline fun <T> callback(body: () -> T): T = try {
     throw e
 } catch (e: AcpException) {
     throw e.toFfi()
-} catch (e: Exception) {
+} catch (e: Throwable) {
+    // Errors too (`TODO()`, an assertion): UniFFI passes on only Exceptions, and anything else
+    // would leave the client's request without an answer.
     throw AcpException.Internal("${e.javaClass.name}: ${e.message}").toFfi()
 }
 

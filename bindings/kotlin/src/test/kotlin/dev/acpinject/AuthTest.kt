@@ -237,6 +237,7 @@ class AuthTest {
                 }
             }
             "_acme/broken" -> error("the usage database is down")
+            "_acme/todo" -> TODO("an Error, not an Exception")
             else -> super.extension(method, params)
         }
 
@@ -248,7 +249,7 @@ class AuthTest {
     @Test
     fun `a Kotlin agent serves extension methods`() = coTest {
         val agent = UsageAgent()
-        val served = listOf("_acme/usage", "_acme/ping", "_acme/broken", "_acme/unhandled")
+        val served = listOf("_acme/usage", "_acme/ping", "_acme/broken", "_acme/todo", "_acme/unhandled")
         listen(agent, "127.0.0.1:0", agentConfig("usage", extensions = served)).use { listening ->
             connect(listening.url).use { client ->
                 val answer = within("_acme/usage") { client.extRequest("_acme/usage", buildJsonObject { put("period", "day") }) }
@@ -264,6 +265,8 @@ class AuthTest {
                 val broken = assertFailsWith<AcpException.Protocol> { within("_acme/broken") { client.extRequest("_acme/broken") } }
                 assertEquals(-32603L, broken.error.code)
                 assertTrue("database" !in broken.error.toString(), "${broken.error}")
+                // An Error (TODO()) is answered the same, not left without an answer.
+                assertEquals(-32603L, assertFailsWith<AcpException.Protocol> { within("_acme/todo") { client.extRequest("_acme/todo") } }.error.code)
 
                 client.extNotify("_acme/unserved", buildJsonObject { put("at", 0) })   // ignored
                 client.extNotify("_acme/ping", buildJsonObject { put("at", 1) })

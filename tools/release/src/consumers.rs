@@ -100,9 +100,10 @@ pub fn python() -> Result<String, Error> {
         cmd
     };
     run(Command::new("python3").args(["-m", "venv"]).arg(&venv).env("PATH", &path), "python3 -m venv")?;
-    // --no-index: the wheel has no dependencies, and a source build must be impossible.
+    // --only-binary: the wheel's dependencies (msgspec) come from PyPI as wheels, and a source
+    // build of anything (ours above all) must be impossible.
     run(
-        python(&["-m", "pip", "install", "--quiet", "--no-index", "--disable-pip-version-check"]).arg(&wheel),
+        python(&["-m", "pip", "install", "--quiet", "--only-binary", ":all:", "--disable-pip-version-check"]).arg(&wheel),
         "pip install the wheel",
     )?;
     let check = "import acp_inject, pathlib; p = pathlib.Path(acp_inject.__file__).parent\n\

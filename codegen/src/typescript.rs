@@ -899,13 +899,8 @@ fn methods(spec: &Spec) -> Result<(Vec<MethodEntry>, Vec<Group>), Error> {
             .map(|e| e.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             .ok_or_else(|| schema_err(name, "expected `properties.method.anyOf` with an `enum` of method names"))?;
         for m in &list {
-            let with_method: Vec<&str> =
-                spec.defs.iter().filter(|d| d.method.as_deref() == Some(m.as_str())).map(|d| d.name.as_str()).collect();
-            let params = with_method
-                .iter()
-                .find(|n| !n.ends_with("Response"))
+            let (params, result) = method_defs(spec, m)
                 .ok_or_else(|| schema_err(name, &format!("method {m:?} has no params definition (`x-method`)")))?;
-            let result = with_method.iter().find(|n| n.ends_with("Response")).map(|n| ts_name(n));
             if request && result.is_none() {
                 return Err(schema_err(name, &format!("request method {m:?} has no `*Response` definition")));
             }
@@ -916,7 +911,7 @@ fn methods(spec: &Spec) -> Result<(Vec<MethodEntry>, Vec<Group>), Error> {
                 method: m.clone(),
                 constant: crate::method_const(m),
                 request,
-                params: ts_name(params),
+                params,
                 params_optional: !params_required(&def.schema, m),
                 result: if request { result } else { None },
             });
@@ -930,22 +925,27 @@ fn methods(spec: &Spec) -> Result<(Vec<MethodEntry>, Vec<Group>), Error> {
     extensions.sort_unstable();
     extensions.dedup();
     for m in extensions {
-        let with_method: Vec<&str> = spec.defs.iter().filter(|d| d.method.as_deref() == Some(m)).map(|d| d.name.as_str()).collect();
-        let params = with_method
-            .iter()
-            .find(|n| !n.ends_with("Response"))
-            .ok_or_else(|| schema_err(m, "extension method has no params definition (`x-method`)"))?;
-        let result = with_method.iter().find(|n| n.ends_with("Response")).map(|n| ts_name(n));
+        let (params, result) =
+            method_defs(spec, m).ok_or_else(|| schema_err(m, "extension method has no params definition (`x-method`)"))?;
+        let request = result.is_some();
         methods.push(MethodEntry {
             method: m.to_owned(),
             constant: crate::method_const(m),
-            request: result.is_some(),
-            params: ts_name(params),
+            request,
+            params,
             params_optional: false,
             result,
         });
     }
     Ok((methods, groups))
+}
+
+/// The TypeScript names of a method's params definition and of its `*Response`, if any (the
+/// definitions whose `x-method` is `method`); `None` without a params definition.
+fn method_defs(spec: &Spec, method: &str) -> Option<(String, Option<String>)> {
+    let with_method: Vec<&str> = spec.defs.iter().filter(|d| d.method.as_deref() == Some(method)).map(|d| d.name.as_str()).collect();
+    let params = with_method.iter().find(|n| !n.ends_with("Response"))?;
+    Some((ts_name(params), with_method.iter().find(|n| n.ends_with("Response")).map(|n| ts_name(n))))
 }
 
 /// Whether the envelope's `allOf` branch for `method` lists `params` as required (a method

@@ -197,15 +197,13 @@ fn cdylib(dir: &Path, name: &str) -> PathBuf {
 pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let root = root();
     eprintln!("codegen: the UniFFI bindings (builds crates/ffi, crates/ffi-conformance and uniffi-bindgen)");
-    run_ok(Command::new(crate::cargo()).args([
-        "build",
-        "-p",
-        "acp-inject-ffi",
-        "-p",
-        "acp-inject-ffi-conformance",
-        "--features",
-        "cli",
-    ]))?;
+    // Two builds, each the one another step makes anyway, so that neither is made twice in a
+    // run of `cargo xtask test`: cargo resolves a dependency's features from the packages a
+    // command selects, and a different selection rebuilds every crate whose features differ.
+    // The bindgen as maturin builds it for a wheel (`crates/ffi` alone, with `cli`)...
+    run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi", "--features", "cli", "--bin", "uniffi-bindgen"]))?;
+    // ...and the two libraries as the Kotlin, Swift and Python test stages build them.
+    run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi", "-p", "acp-inject-ffi-conformance"]))?;
     let target = crate::target_dir()?;
     let lib = cdylib(&target.join("debug"), "acp_inject_ffi");
     let test_lib = cdylib(&target.join("debug"), TEST_LIBRARY);

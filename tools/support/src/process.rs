@@ -19,6 +19,19 @@ use crate::Error;
 /// further period of silence).
 pub const QUIET_LIMIT: Duration = Duration::from_secs(30);
 
+/// A command that runs at least this long is followed by a line saying how long it took, so a
+/// stage's log shows where its time went.
+pub const TOOK_LIMIT: Duration = Duration::from_secs(10);
+
+/// The start of a command line, for the progress lines that repeat it.
+fn brief(command: &str) -> &str {
+    const SHOWN: usize = 160;
+    match command.char_indices().nth(SHOWN) {
+        Some((at, _)) => &command[..at],
+        None => command,
+    }
+}
+
 /// Which of the child's streams are shown.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Echo {
@@ -61,7 +74,9 @@ pub fn show(cmd: &Command) -> String {
         if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%[]".contains(c)) {
             s.into_owned()
         } else {
-            format!("'{}'", s.replace('\'', r"'\''"))
+            // Shown on one line: a value with newlines (an environment variable holding a
+            // command, one argument per line) is shown with `\n`s.
+            format!("'{}'", s.replace('\'', r"'\''").replace('\n', "\\n"))
         }
     };
     let mut parts: Vec<String> = Vec::new();
@@ -150,7 +165,7 @@ pub fn run(cmd: &mut Command, echo: Echo) -> Result<Ran, Error> {
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if last.elapsed() >= QUIET_LIMIT {
-                    eprintln!("  … still running ({:.0} s so far): {command}", started.elapsed().as_secs_f64());
+                    eprintln!("  … still running ({:.0} s so far): {}", started.elapsed().as_secs_f64(), brief(&command));
                     last = Instant::now();
                 }
             }
@@ -161,6 +176,9 @@ pub fn run(cmd: &mut Command, echo: Echo) -> Result<Ran, Error> {
         let _ = r.join();
     }
     let status = child.wait().map_err(spawn_error)?;
+    if started.elapsed() >= TOOK_LIMIT {
+        eprintln!("  … took {:.0} s: {}", started.elapsed().as_secs_f64(), brief(&command));
+    }
     Ok(Ran { command, status, stdout, stderr })
 }
 

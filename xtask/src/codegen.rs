@@ -197,12 +197,11 @@ fn cdylib(dir: &Path, name: &str) -> PathBuf {
 pub fn bindings(mode: Mode) -> Result<Vec<PathBuf>, Error> {
     let root = root();
     eprintln!("codegen: the UniFFI bindings (builds crates/ffi, crates/ffi-conformance and uniffi-bindgen)");
-    // Two builds, each the one another step makes anyway, so that neither is made twice in a
-    // run of `cargo xtask test`: cargo resolves a dependency's features from the packages a
-    // command selects, and a different selection rebuilds every crate whose features differ.
-    // The bindgen as maturin builds it for a wheel (`crates/ffi` alone, with `cli`)...
-    run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi", "--features", "cli", "--bin", "uniffi-bindgen"]))?;
-    // ...and the two libraries as the Kotlin, Swift and Python test stages build them.
+    // The bindgen (tools/uniffi-bindgen, as maturin builds it), then the two libraries as the
+    // Kotlin, Swift and Python test stages build them: cargo resolves a dependency's features
+    // from the packages a command selects, so the same selection is what lets a later step
+    // reuse this build instead of compiling the tree again.
+    run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-uniffi-bindgen"]))?;
     run_ok(Command::new(crate::cargo()).args(["build", "-p", "acp-inject-ffi", "-p", "acp-inject-ffi-conformance"]))?;
     let target = crate::target_dir()?;
     let lib = cdylib(&target.join("debug"), "acp_inject_ffi");

@@ -33,7 +33,7 @@ public typealias ConnId = String
 
 /// Identifier for a message, unique among messages of the same type within a session.
 ///
-/// Each message type, such as user messages, agent messages, and agent thoughts,
+/// Each message type, such as user messages, Agent messages, and Agent thoughts,
 /// has its own ID space: messages of different types may share an ID and remain
 /// distinct messages.
 public typealias MessageId = String
@@ -47,10 +47,10 @@ public typealias PermissionOptionId = String
 /// Non-breaking changes should be introduced via capabilities.
 public typealias ProtocolVersion = Int
 
-/// A unique identifier for a conversation session between a client and agent.
+/// A unique identifier for a conversation session between a Client and Agent.
 ///
 /// Each session has its own context, conversation history, and state, so one
-/// agent can run several independent sessions.
+/// Agent can run several independent sessions.
 ///
 /// See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/v2/draft/session-setup#session-id)
 public typealias SessionId = String
@@ -525,7 +525,9 @@ extension SessionStatus: BoundaryCodable {
 
 /// The type of permission option being presented to the user.
 ///
-/// Helps clients choose appropriate icons and UI treatment.
+/// If the user selects a `reject_once` or `reject_always` option, the Agent MUST NOT
+/// perform the requested operation. For `reject_always`, the Agent also remembers
+/// the rejection for later operations within its scope.
 ///
 /// Open: a value this version does not know is kept (`PermissionOptionKind(rawValue: "…")`), so what the
 /// other side sent is never lost.
@@ -635,7 +637,7 @@ extension StopReason: BoundaryCodable {
 
 /// Categories of tools that can be invoked.
 ///
-/// Tool kinds help clients choose appropriate icons and optimize how they
+/// Tool kinds help Clients choose appropriate icons and optimize how they
 /// display tool execution progress.
 ///
 /// See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
@@ -785,13 +787,13 @@ public struct PlanEntryPriority: RawRepresentable, Sendable, Hashable, Codable, 
     /// The value whose wire string is `rawValue`, known or not.
     public init(rawValue: String) { self.rawValue = rawValue }
 
-    /// `high`: High priority task - critical to the overall goal.
+    /// `high`: High priority task. Critical to the overall goal.
     public static let high = PlanEntryPriority(rawValue: "high")
 
-    /// `medium`: Medium priority task - important but not critical.
+    /// `medium`: Medium priority task. Important but not critical.
     public static let medium = PlanEntryPriority(rawValue: "medium")
 
-    /// `low`: Low priority task - nice to have but not essential.
+    /// `low`: Low priority task. Nice to have but not essential.
     public static let low = PlanEntryPriority(rawValue: "low")
 
     /// The values this version knows, in the schema's order.
@@ -3955,17 +3957,17 @@ extension ConnectOptions: BoundaryCodable {
     }
 }
 
-/// Capabilities supported by the agent.
+/// Capabilities supported by the Agent.
 ///
-/// Advertised during initialization to inform the client about
+/// Advertised during initialization to inform the Client about
 /// available features and content types.
 ///
 /// See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
 public struct AgentCapabilities: Sendable, Hashable, Codable {
-    /// Session capabilities supported by the agent.
+    /// Session capabilities supported by the Agent.
     ///
-    /// Optional. Omitted and `null` are equivalent and mean the agent does not support the
-    /// `session/*` methods. Supplying `{}` means the agent supports the
+    /// Optional. Omitted and `null` are equivalent and mean the Agent does not support the
+    /// `session/*` methods. Supplying `{}` means the Agent supports the
     /// baseline session methods: `session/new`, `session/list`,
     /// `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
     /// and `session/update`.
@@ -4029,9 +4031,9 @@ extension AgentCapabilities: BoundaryCodable {
     }
 }
 
-/// An agent message has been created or updated.
+/// An Agent message has been created or updated.
 ///
-/// Agents can send this in addition to streamed chunks. When a client
+/// Agents can send this in addition to streamed chunks. When a Client
 /// receives another `agent_message` update with the same `messageId`,
 /// fields in the new update patch the previous fields for that message.
 public struct AgentMessage: Sendable, Hashable, Codable {
@@ -4112,7 +4114,7 @@ extension AgentMessage: BoundaryCodable {
     }
 }
 
-/// A chunk of the agent's response being streamed.
+/// A chunk of the Agent's response being streamed.
 public struct AgentMessageChunk: Sendable, Hashable, Codable {
     public let messageId: MessageId
     public let content: ContentBlock
@@ -4252,9 +4254,9 @@ extension AgentMessageClear: BoundaryCodable {
     }
 }
 
-/// An agent thought or reasoning message has been created or updated.
+/// An Agent thought or reasoning message has been created or updated.
 ///
-/// Agents can send this in addition to streamed chunks. When a client
+/// Agents can send this in addition to streamed chunks. When a Client
 /// receives another `agent_thought` update with the same `messageId`,
 /// fields in the new update patch the previous fields for that message.
 public struct AgentThought: Sendable, Hashable, Codable {
@@ -4335,7 +4337,7 @@ extension AgentThought: BoundaryCodable {
     }
 }
 
-/// A chunk of the agent's internal reasoning being streamed.
+/// A chunk of the Agent's internal reasoning being streamed.
 public struct AgentThoughtChunk: Sendable, Hashable, Codable {
     public let messageId: MessageId
     public let content: ContentBlock
@@ -4409,7 +4411,7 @@ extension AgentThoughtChunk: BoundaryCodable {
     }
 }
 
-/// Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
+/// Optional annotations for the Client. The Client can use annotations to inform how objects are used or displayed
 public struct Annotations: Sendable, Hashable, Codable {
     /// Intended recipients for this content, such as the user or assistant.
     ///
@@ -4421,7 +4423,7 @@ public struct Annotations: Sendable, Hashable, Codable {
     ///
     /// Omitted and `null` are equivalent and mean the modification time is not reported.
     public let lastModified: String?
-    /// Relative importance of this content when clients choose what to surface, from 0 (least
+    /// Relative importance of this content when Clients choose what to surface, from 0 (least
     /// important) to 1 (most important).
     ///
     /// Omitted and `null` are equivalent and mean no priority is specified.
@@ -4509,7 +4511,7 @@ public struct AudioContent: Sendable, Hashable, Codable {
     public let data: String
     /// MIME type describing the encoded media payload.
     public let mimeType: String
-    /// Optional annotations that help clients decide how to display or route this content.
+    /// Optional annotations that help Clients decide how to display or route this content.
     ///
     /// Omitted and `null` are equivalent and mean no annotations are provided.
     public let annotations: Annotations?
@@ -4681,7 +4683,7 @@ extension AuthMethodAgent: BoundaryCodable {
     }
 }
 
-/// Client runs the configured agent program as a separate interactive
+/// Client runs the configured Agent program as a separate interactive
 /// process, without passing this method to `auth/login`.
 public struct AuthMethodTerminal: Sendable, Hashable, Codable {
     /// Unique identifier for this authentication method.
@@ -4692,11 +4694,11 @@ public struct AuthMethodTerminal: Sendable, Hashable, Codable {
     ///
     /// Omitted and `null` are equivalent and mean no description is provided.
     public let description: String?
-    /// Additional arguments to append to the configured agent invocation for terminal auth.
+    /// Additional arguments to append to the configured Agent invocation for terminal auth.
     public let args: [String]?
-    /// Additional environment variables to set on the configured agent invocation for terminal auth.
-    /// Names MUST be unique. These values override same-named variables in the
-    /// base launch configuration.
+    /// Additional environment variables to set on the configured Agent invocation for terminal auth.
+    /// Names SHOULD be unique, and otherwise the last entry wins. These values override
+    /// same-named variables in the base launch configuration.
     public let env: [EnvVariable]?
     public let meta: [String: JSONValue]?
 
@@ -4792,10 +4794,6 @@ extension AuthMethodTerminal: BoundaryCodable {
     }
 }
 
-/// **UNSTABLE**
-///
-/// This capability is not part of the spec yet, and may be removed or changed at any point.
-///
 /// A detached subagent session that has anything running: its state is not `idle`, or
 /// its own `background` list is non-empty or not reported.
 public struct BackgroundSubagent: Sendable, Hashable, Codable {
@@ -5085,11 +5083,11 @@ extension BlobResourceContents: BoundaryCodable {
 }
 
 /// The request was not approved and no option was selected: the session's work was
-/// cancelled, the user dismissed the prompt, or the client declined it by policy.
+/// cancelled, the user dismissed the prompt, or the Client declined it by policy.
 /// Agents MUST NOT proceed with the operation.
 ///
-/// The client answers a request the agent cancels with `$/cancel_request` with
-/// this outcome. After sending `session/cancel`, the client MAY also send it
+/// The Client answers a request the Agent cancels with `$/cancel_request` with
+/// this outcome. After sending `session/cancel`, the Client MAY also send it
 /// without waiting for `$/cancel_request`, for a request it knows belongs to the
 /// cancelled foreground work.
 ///
@@ -5230,7 +5228,7 @@ extension Cost: BoundaryCodable {
 /// Requires the `embeddedContext` prompt capability when included in prompts.
 public struct EmbeddedResource: Sendable, Hashable, Codable {
     public let resource: EmbeddedResourceResource
-    /// Optional annotations that help clients decide how to display or route this content.
+    /// Optional annotations that help Clients decide how to display or route this content.
     ///
     /// Omitted and `null` are equivalent and mean no annotations are provided.
     public let annotations: Annotations?
@@ -5458,22 +5456,23 @@ public struct IdleStateUpdate: Sendable, Hashable, Codable {
     ///
     /// Token usage for completed foreground work.
     ///
-    /// Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
-    /// usage for this state update.
+    /// Optional. Omitted and `null` are equivalent and mean the Agent is not reporting token
+    /// usage for this state update. A repeated or resume snapshot that carries it MUST NOT
+    /// be counted as additional usage.
     public let usage: Usage?
     /// Work running independently of foreground work, as a complete snapshot.
     ///
     /// Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
     /// background work, not that nothing is running. `[]` means no background work is
     /// running. An Agent that reports background work MUST include it on every state
-    /// update for the session. A malformed list is treated as not reported.
+    /// update for the session.
     ///
     /// See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
     public let background: [BackgroundWork]?
     public let meta: [String: JSONValue]?
     /// Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
     ///
-    /// Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+    /// Optional. Omitted and `null` are equivalent and mean the Agent is not reporting a stop reason.
     ///
     /// See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
     public let stopReason: StopReason?
@@ -5576,7 +5575,7 @@ public struct ImageContent: Sendable, Hashable, Codable {
     ///
     /// Omitted and `null` are equivalent and mean no URI is associated with the image.
     public let uri: String?
-    /// Optional annotations that help clients decide how to display or route this content.
+    /// Optional annotations that help Clients decide how to display or route this content.
     ///
     /// Omitted and `null` are equivalent and mean no annotations are provided.
     public let annotations: Annotations?
@@ -5666,7 +5665,7 @@ extension ImageContent: BoundaryCodable {
     }
 }
 
-/// Metadata about the implementation of the client or agent.
+/// Metadata about the implementation of the Client or Agent.
 /// Describes the name and version of an ACP implementation, with an optional
 /// title for UI representation.
 public struct Implementation: Sendable, Hashable, Codable {
@@ -5676,7 +5675,7 @@ public struct Implementation: Sendable, Hashable, Codable {
     /// Intended for UI and end-user contexts and optimized to be human-readable
     /// and easily understood.
     ///
-    /// If not provided, the name should be used for display.
+    /// If not provided, the name SHOULD be used for display.
     ///
     /// Omitted and `null` are equivalent and mean the `name` is used for display.
     public let title: String?
@@ -5760,18 +5759,18 @@ extension Implementation: BoundaryCodable {
 
 /// Response to the `initialize` method.
 ///
-/// Contains the negotiated protocol version and agent capabilities.
+/// Contains the negotiated protocol version and Agent capabilities.
 ///
 /// See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
 public struct InitializeResponse: Sendable, Hashable, Codable {
     public let protocolVersion: ProtocolVersion
     public let info: Implementation
     public let capabilities: AgentCapabilities?
-    /// Authentication methods supported by the agent.
+    /// Authentication methods supported by the Agent.
     ///
-    /// Optional. Omitted or empty means the agent does not advertise the
+    /// Optional. Omitted or empty means the Agent does not advertise the
     /// `auth/login` and `auth/logout` methods. Supplying one or more methods means
-    /// the agent MUST support both `auth/login` and `auth/logout`.
+    /// the Agent MUST support both `auth/login` and `auth/logout`.
     public let authMethods: [AuthMethod]?
     public let meta: [String: JSONValue]?
 
@@ -5942,17 +5941,17 @@ extension InjectCapabilities: BoundaryCodable {
     }
 }
 
-/// MCP capabilities supported by the agent for session lifecycle requests.
+/// MCP capabilities supported by the Agent for session lifecycle requests.
 public struct McpCapabilities: Sendable, Hashable, Codable {
     /// Agent supports `stdio` MCP servers.
     ///
-    /// Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-    /// Supplying `{}` means the agent supports stdio MCP server transports.
+    /// Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+    /// Supplying `{}` means the Agent supports stdio MCP server transports.
     public let stdio: [String: JSONValue]?
     /// Agent supports `http` MCP servers.
     ///
-    /// Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-    /// Supplying `{}` means the agent supports HTTP MCP server transports.
+    /// Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+    /// Supplying `{}` means the Agent supports HTTP MCP server transports.
     public let http: [String: JSONValue]?
     public let meta: [String: JSONValue]?
 
@@ -6025,7 +6024,9 @@ extension McpCapabilities: BoundaryCodable {
 ///
 /// Only available when the Agent capabilities include `session.mcp.http`.
 public struct McpServerHttp: Sendable, Hashable, Codable {
-    /// Human-readable name identifying this MCP server.
+    /// Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+    ///
+    /// Agents reject a request with a duplicate `name` with `-32602`.
     public let name: String
     /// URL to the MCP server.
     public let url: String
@@ -6114,9 +6115,13 @@ extension McpServerHttp: BoundaryCodable {
 ///
 /// Only available when the Agent capabilities include `session.mcp.stdio`.
 public struct McpServerStdio: Sendable, Hashable, Codable {
-    /// Human-readable name identifying this MCP server.
+    /// Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+    ///
+    /// Agents reject a request with a duplicate `name` with `-32602`.
     public let name: String
-    /// Absolute path to the MCP server executable.
+    /// Path to the MCP server executable. Must be an absolute path.
+    ///
+    /// Agents reject a request with a relative `command` with `-32602`.
     public let command: String
     /// Command-line arguments to pass to the MCP server.
     public let args: [String]?
@@ -6504,6 +6509,7 @@ extension PermissionOption: BoundaryCodable {
 /// See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
 public struct PlanEntry: Sendable, Hashable, Codable {
     /// Human-readable description of what this task aims to accomplish.
+    /// May contain Markdown.
     public let content: String
     public let priority: PlanEntryPriority
     public let status: PlanEntryStatus
@@ -6588,8 +6594,8 @@ public struct PlanItems: Sendable, Hashable, Codable {
     public let planId: String
     /// The list of tasks to be accomplished.
     ///
-    /// When updating an item-based plan, the agent must send a complete list of all entries
-    /// with their current status. The client replaces that plan with each update.
+    /// The Agent MUST send all entries with their current status.
+    /// The Client MUST replace the checklist with this `planId` on each update.
     public let entries: [PlanEntry]
     public let meta: [String: JSONValue]?
 
@@ -6727,9 +6733,68 @@ extension PlanUpdate: BoundaryCodable {
     }
 }
 
+/// The history replay requested by `session/resume` is complete for this session.
+///
+/// Every update for the session between the `session/resume` request and
+/// this update is replayed history. Every update after it is not.
+public struct ReplayComplete: Sendable, Hashable, Codable {
+    public let meta: [String: JSONValue]?
+
+    /// A value with these fields.
+    public init(meta: [String: JSONValue]? = nil) {
+        self.meta = meta
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case meta = "_meta"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            meta: try c.decodeIfPresent([String: JSONValue].self, forKey: .meta)
+        )
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(meta, forKey: .meta)
+    }
+}
+
+extension ReplayComplete: BoundaryCodable {
+    public init(boundary r: inout BoundaryReader) throws {
+        var n = try r.readMapHeader()
+        try r.expectTag("ReplayComplete")
+        n -= 1
+        try self.init(boundaryFields: &r, count: n)
+    }
+
+    /// The value from the `count` remaining pairs of its map.
+    init(boundaryFields r: inout BoundaryReader, count: Int) throws {
+        var _meta: [String: JSONValue]? = nil
+        for _ in 0..<count {
+            let key = try r.readString()
+            switch key {
+            case "meta": _meta = try at("meta") { try Optional<Dictionary<String, JSONValue>>(boundary: &r) }
+            default: throw BoundaryError.unknownField("ReplayComplete", key)
+            }
+        }
+        self.init(meta: _meta)
+    }
+
+    public func encode(boundary w: inout BoundaryWriter) {
+        var n = 1
+        if meta != nil { n += 1 }
+        w.writeMapHeader(n)
+        w.writeTag("ReplayComplete")
+        if let v = meta { w.writeString("meta"); v.encode(boundary: &w) }
+    }
+}
+
 /// Request for user permission to proceed with an operation.
 ///
-/// Sent when the agent needs authorization before performing a sensitive operation.
+/// Sent when the Agent needs authorization before performing a sensitive operation.
 ///
 /// See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
 public struct RequestPermissionRequest: Sendable, Hashable, Codable {
@@ -6850,7 +6915,7 @@ public struct RequiresActionStateUpdate: Sendable, Hashable, Codable {
     /// Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
     /// background work, not that nothing is running. `[]` means no background work is
     /// running. An Agent that reports background work MUST include it on every state
-    /// update for the session. A malformed list is treated as not reported.
+    /// update for the session.
     ///
     /// See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
     public let background: [BackgroundWork]?
@@ -6918,7 +6983,7 @@ extension RequiresActionStateUpdate: BoundaryCodable {
 
 /// References to resources that the receiver may be able to read.
 ///
-/// All agents MUST support resource links in prompts.
+/// All Agents MUST support resource links in prompts.
 public struct ResourceLink: Sendable, Hashable, Codable {
     /// Human-readable name shown for this protocol object.
     public let name: String
@@ -6932,7 +6997,7 @@ public struct ResourceLink: Sendable, Hashable, Codable {
     ///
     /// Omitted and `null` are equivalent and mean no description is provided.
     public let description: String?
-    /// Optional set of sized icons that the client can display in a user interface.
+    /// Optional set of sized icons that the Client can display in a user interface.
     ///
     /// Omitted and `null` are equivalent and mean no icons are provided.
     public let icons: [[String: JSONValue]]?
@@ -6944,7 +7009,7 @@ public struct ResourceLink: Sendable, Hashable, Codable {
     ///
     /// Omitted and `null` are equivalent and mean the size is not known.
     public let size: Int?
-    /// Optional annotations that help clients decide how to display or route this content.
+    /// Optional annotations that help Clients decide how to display or route this content.
     ///
     /// Omitted and `null` are equivalent and mean no annotations are provided.
     public let annotations: Annotations?
@@ -7073,7 +7138,7 @@ public struct RunningStateUpdate: Sendable, Hashable, Codable {
     /// Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
     /// background work, not that nothing is running. `[]` means no background work is
     /// running. An Agent that reports background work MUST include it on every state
-    /// update for the session. A malformed list is treated as not reported.
+    /// update for the session.
     ///
     /// See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
     public let background: [BackgroundWork]?
@@ -7139,10 +7204,12 @@ extension RunningStateUpdate: BoundaryCodable {
     }
 }
 
-/// The user selected one of the provided options.
+/// The user selected an option. Selection is not approval by itself.
 ///
-/// If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-/// approved.
+/// The Agent MUST match `optionId` against the options it offered in this request.
+/// For `reject_once` or `reject_always`, the Agent MUST NOT perform the requested
+/// operation. If no option matches or the Agent does not understand its `kind`,
+/// the Agent MUST NOT treat the response as approval.
 public struct SelectedPermissionOutcome: Sendable, Hashable, Codable {
     public let optionId: PermissionOptionId
     public let meta: [String: JSONValue]?
@@ -7209,8 +7276,8 @@ extension SelectedPermissionOutcome: BoundaryCodable {
 
 /// Capabilities for additional session directories support.
 ///
-/// Supplying `{}` means the agent supports the `additionalDirectories` field on
-/// supported session lifecycle requests. Agents may return
+/// Supplying `{}` means the Agent supports the `additionalDirectories` field on
+/// supported session lifecycle requests. Agents MAY return
 /// `SessionInfo.additionalDirectories` in `session/list` to report the
 /// complete ordered additional-root list associated with a listed session.
 public struct SessionAdditionalDirectoriesCapabilities: Sendable, Hashable, Codable {
@@ -7265,40 +7332,40 @@ extension SessionAdditionalDirectoriesCapabilities: BoundaryCodable {
     }
 }
 
-/// Session capabilities supported by the agent.
+/// Session capabilities supported by the Agent.
 ///
-/// Supplying `{}` means the agent supports the baseline session methods:
+/// Supplying `{}` means the Agent supports the baseline session methods:
 /// `session/new`, `session/list`, `session/resume`, `session/close`,
 /// `session/prompt`, `session/cancel`, and `session/update`.
 ///
-/// Agents that support sessions **MAY** support additional session methods,
+/// Agents that support sessions MAY support additional session methods,
 /// prompt content types, and MCP transports by specifying additional
 /// capabilities.
 ///
 /// See protocol docs: [Session Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#session-capabilities)
 public struct SessionCapabilities: Sendable, Hashable, Codable {
     public let meta: [String: JSONValue]?
-    /// MCP capabilities supported by the agent for session lifecycle requests.
+    /// MCP capabilities supported by the Agent for session lifecycle requests.
     ///
-    /// Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+    /// Optional. Omitted and `null` are equivalent and mean the Agent does not advertise MCP
     /// server transport support for sessions.
     public let mcp: McpCapabilities?
     /// **UNSTABLE**
     ///
     /// This capability is not part of the spec yet, and may be removed or changed at any point.
     ///
-    /// Whether the agent supports `session/status`.
+    /// Whether the Agent supports `session/status`.
     ///
-    /// Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-    /// Supplying `{}` means the agent supports checking session status.
+    /// Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+    /// Supplying `{}` means the Agent supports checking session status.
     public let status: SessionStatusCapabilities?
-    /// Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+    /// Whether the Agent supports `additionalDirectories` on supported session lifecycle requests.
     ///
-    /// Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-    /// Supplying `{}` means the agent supports `additionalDirectories` on
+    /// Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+    /// Supplying `{}` means the Agent supports `additionalDirectories` on
     /// supported session lifecycle requests.
     ///
-    /// Agents may return `SessionInfo.additionalDirectories` to report the
+    /// Agents MAY return `SessionInfo.additionalDirectories` to report the
     /// complete ordered additional-root list associated with a listed session.
     public let additionalDirectories: SessionAdditionalDirectoriesCapabilities?
     /// `session/inject` with revoke (mandatory) and optional replace.
@@ -7446,7 +7513,7 @@ public struct SessionInfo: Sendable, Hashable, Codable {
     public let sessionId: SessionId
     /// The working directory for this session. Must be an absolute path.
     public let cwd: String
-    /// Additional workspace roots reported for this session. Each path must be absolute.
+    /// Additional workspace roots reported for this session. Each path MUST be absolute.
     ///
     /// When present, this is the complete ordered additional-root list reported
     /// by the Agent. Omitted and empty values are equivalent: the response
@@ -7641,7 +7708,7 @@ extension SessionInfoUpdate: BoundaryCodable {
 ///
 /// Capabilities for the `session/status` method.
 ///
-/// Supplying `{}` means the agent supports checking session status.
+/// Supplying `{}` means the Agent supports checking session status.
 public struct SessionStatusCapabilities: Sendable, Hashable, Codable {
     public let meta: [String: JSONValue]?
 
@@ -7707,8 +7774,8 @@ public struct SessionStatusResponse: Sendable, Hashable, Codable {
     /// The session's current foreground state, as the same snapshot the Agent sends in
     /// `state_update` notifications.
     ///
-    /// Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
-    /// malformed values mean the Agent is not reporting foreground state, and Clients
+    /// Optional. Agents SHOULD include it when `status` is `open`. Omitted and `null`
+    /// mean the Agent is not reporting foreground state, and Clients
     /// MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
     /// MUST NOT count an `idle` snapshot as a new completion.
     public let state: StateUpdate?
@@ -7781,13 +7848,13 @@ extension SessionStatusResponse: BoundaryCodable {
 
 /// Text content. May be plain text or formatted with Markdown.
 ///
-/// All agents MUST support text content blocks in prompts.
+/// All Agents MUST support text content blocks in prompts.
 /// Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
 /// extensions.
 public struct TextContent: Sendable, Hashable, Codable {
     /// Text payload carried by this content block.
     public let text: String
-    /// Optional annotations that help clients decide how to display or route this content.
+    /// Optional annotations that help Clients decide how to display or route this content.
     ///
     /// Omitted and `null` are equivalent and mean no annotations are provided.
     public let annotations: Annotations?
@@ -8095,16 +8162,16 @@ public struct ToolCallUpdate: Sendable, Hashable, Codable {
     ///
     /// This field is optional and has patch semantics. Omission means no
     /// change, `null` clears the name, and a string replaces it. For a tool
-    /// call ID the client has not seen before, omission or `null` means that no
+    /// call ID the Client has not seen before, omission or `null` means that no
     /// tool name is available.
     public let name: String?
-    /// Human-readable title describing what the tool is doing.
+    /// Human-readable plain-text title describing what the tool is doing.
     ///
     /// Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
     /// A new tool call starts without a title.
     public let title: String?
     /// The category of tool being invoked.
-    /// Helps clients choose appropriate icons and UI treatment.
+    /// Helps Clients choose appropriate icons and UI treatment.
     ///
     /// Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
     /// A new tool call starts as `other`.
@@ -8112,12 +8179,13 @@ public struct ToolCallUpdate: Sendable, Hashable, Codable {
     /// Current execution status of the tool call.
     ///
     /// Omission leaves the status unchanged, `null` resets it to `pending`, and a value
-    /// replaces it. A new tool call starts as `pending`.
+    /// replaces it. A new tool call starts as `pending`. Agents do not move a tool call
+    /// back to `pending` once it has another status.
     public let status: ToolCallStatus?
     /// Content produced by the tool call.
     public let content: [ToolCallContent]?
     /// File locations affected by this tool call.
-    /// Enables "follow-along" features in clients.
+    /// Enables "follow-along" features in Clients.
     public let locations: [[String: JSONValue]]?
     /// Raw input parameters sent to the tool.
     public let rawInput: JSONValue?
@@ -8323,10 +8391,6 @@ extension TurnFailure: BoundaryCodable {
     }
 }
 
-/// **UNSTABLE**
-///
-/// This capability is not part of the spec yet, and may be removed or changed at any point.
-///
 /// The Agent cannot currently determine foreground activity.
 /// This replaces previously confirmed activity without ending the work or session.
 public struct UnknownStateUpdate: Sendable, Hashable, Codable {
@@ -8335,7 +8399,7 @@ public struct UnknownStateUpdate: Sendable, Hashable, Codable {
     /// Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
     /// background work, not that nothing is running. `[]` means no background work is
     /// running. An Agent that reports background work MUST include it on every state
-    /// update for the session. A malformed list is treated as not reported.
+    /// update for the session.
     ///
     /// See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
     public let background: [BackgroundWork]?
@@ -8613,7 +8677,7 @@ extension UsageUpdate: BoundaryCodable {
 /// A user message has been created or updated.
 ///
 /// Agents can send this when they accept or replay a user message. When a
-/// client receives another `user_message` update with the same `messageId`,
+/// Client receives another `user_message` update with the same `messageId`,
 /// fields in the new update patch the previous fields for that message.
 public struct UserMessage: Sendable, Hashable, Codable {
     public let messageId: MessageId
@@ -10061,7 +10125,7 @@ public enum AuthMethod: Sendable, Hashable, Codable {
     ///
     /// The `type` discriminator value is `agent`.
     case agent(AuthMethodAgent)
-    /// `terminal`: Client runs the configured agent program as a separate interactive
+    /// `terminal`: Client runs the configured Agent program as a separate interactive
     /// process, without passing this method to `auth/login`.
     case terminal(AuthMethodTerminal)
     /// A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
@@ -10124,7 +10188,7 @@ extension AuthMethod: BoundaryCodable {
 
 /// Configuration for connecting to an MCP (Model Context Protocol) server.
 ///
-/// MCP servers provide tools and context that the agent can use when
+/// MCP servers provide tools and context that the Agent can use when
 /// processing prompts.
 ///
 /// See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
@@ -10198,20 +10262,22 @@ extension McpServer: BoundaryCodable {
 /// The outcome of a permission request.
 public enum RequestPermissionOutcome: Sendable, Hashable, Codable {
     /// `cancelled`: The request was not approved and no option was selected: the session's work was
-    /// cancelled, the user dismissed the prompt, or the client declined it by policy.
+    /// cancelled, the user dismissed the prompt, or the Client declined it by policy.
     /// Agents MUST NOT proceed with the operation.
     ///
-    /// The client answers a request the agent cancels with `$/cancel_request` with
-    /// this outcome. After sending `session/cancel`, the client MAY also send it
+    /// The Client answers a request the Agent cancels with `$/cancel_request` with
+    /// this outcome. After sending `session/cancel`, the Client MAY also send it
     /// without waiting for `$/cancel_request`, for a request it knows belongs to the
     /// cancelled foreground work.
     ///
     /// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
     case cancelled(CancelledPermissionOutcome)
-    /// `selected`: The user selected one of the provided options.
+    /// `selected`: The user selected an option. Selection is not approval by itself.
     ///
-    /// If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-    /// approved.
+    /// The Agent MUST match `optionId` against the options it offered in this request.
+    /// For `reject_once` or `reject_always`, the Agent MUST NOT perform the requested
+    /// operation. If no option matches or the Agent does not understand its `kind`,
+    /// the Agent MUST NOT treat the response as approval.
     case selected(SelectedPermissionOutcome)
     /// A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
     case other(tag: String, raw: [String: JSONValue])
@@ -10280,28 +10346,28 @@ public enum SessionUpdate: Sendable, Hashable, Codable {
     /// `user_message`: A user message has been created or updated.
     ///
     /// Agents can send this when they accept or replay a user message. When a
-    /// client receives another `user_message` update with the same `messageId`,
+    /// Client receives another `user_message` update with the same `messageId`,
     /// fields in the new update patch the previous fields for that message.
     case userMessage(UserMessage)
     /// `user_message_chunk`: A chunk of the user's message being streamed.
     case userMessageChunk(UserMessageChunk)
-    /// `agent_message`: An agent message has been created or updated.
+    /// `agent_message`: An Agent message has been created or updated.
     ///
-    /// Agents can send this in addition to streamed chunks. When a client
+    /// Agents can send this in addition to streamed chunks. When a Client
     /// receives another `agent_message` update with the same `messageId`,
     /// fields in the new update patch the previous fields for that message.
     case agentMessage(AgentMessage)
-    /// `agent_message_chunk`: A chunk of the agent's response being streamed.
+    /// `agent_message_chunk`: A chunk of the Agent's response being streamed.
     case agentMessageChunk(AgentMessageChunk)
     /// `_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
     case agentMessageClear(AgentMessageClear)
-    /// `agent_thought`: An agent thought or reasoning message has been created or updated.
+    /// `agent_thought`: An Agent thought or reasoning message has been created or updated.
     ///
-    /// Agents can send this in addition to streamed chunks. When a client
+    /// Agents can send this in addition to streamed chunks. When a Client
     /// receives another `agent_thought` update with the same `messageId`,
     /// fields in the new update patch the previous fields for that message.
     case agentThought(AgentThought)
-    /// `agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
+    /// `agent_thought_chunk`: A chunk of the Agent's internal reasoning being streamed.
     case agentThoughtChunk(AgentThoughtChunk)
     /// `state_update`: A snapshot of the session's aggregate foreground activity.
     case stateUpdate(StateUpdate)
@@ -10316,6 +10382,11 @@ public enum SessionUpdate: Sendable, Hashable, Codable {
     case usageUpdate(UsageUpdate)
     /// `session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
     case sessionInfoUpdate(SessionInfoUpdate)
+    /// `replay_complete`: The history replay requested by `session/resume` is complete for this session.
+    ///
+    /// Every update for the session between the `session/resume` request and
+    /// this update is replayed history. Every update after it is not.
+    case replayComplete(ReplayComplete)
     /// `_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
     case acpInjectPending(PendingInjectsUpdate)
     /// `_acp-inject/session_closed`: Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
@@ -10340,6 +10411,7 @@ public enum SessionUpdate: Sendable, Hashable, Codable {
         case "plan_update": self = .planUpdate(try PlanUpdate(from: decoder))
         case "usage_update": self = .usageUpdate(try UsageUpdate(from: decoder))
         case "session_info_update": self = .sessionInfoUpdate(try SessionInfoUpdate(from: decoder))
+        case "replay_complete": self = .replayComplete(try ReplayComplete(from: decoder))
         case "_acp-inject/pending": self = .acpInjectPending(try PendingInjectsUpdate(from: decoder))
         case "_acp-inject/session_closed": self = .acpInjectSessionClosed(try SessionClosedUpdate(from: decoder))
         default: self = .other(tag: tag, raw: try [String: JSONValue](from: decoder))
@@ -10400,6 +10472,10 @@ public enum SessionUpdate: Sendable, Hashable, Codable {
             var c = encoder.container(keyedBy: AnyCodingKey.self)
             try c.encode("session_info_update", forKey: AnyCodingKey("sessionUpdate"))
             try v.encode(to: encoder)
+        case let .replayComplete(v):
+            var c = encoder.container(keyedBy: AnyCodingKey.self)
+            try c.encode("replay_complete", forKey: AnyCodingKey("sessionUpdate"))
+            try v.encode(to: encoder)
         case let .acpInjectPending(v):
             var c = encoder.container(keyedBy: AnyCodingKey.self)
             try c.encode("_acp-inject/pending", forKey: AnyCodingKey("sessionUpdate"))
@@ -10436,6 +10512,7 @@ extension SessionUpdate: BoundaryCodable {
         case "PlanUpdate": return .planUpdate(try PlanUpdate(boundaryFields: &r, count: count))
         case "UsageUpdate": return .usageUpdate(try UsageUpdate(boundaryFields: &r, count: count))
         case "SessionInfoUpdate": return .sessionInfoUpdate(try SessionInfoUpdate(boundaryFields: &r, count: count))
+        case "ReplayComplete": return .replayComplete(try ReplayComplete(boundaryFields: &r, count: count))
         case "PendingInjectsUpdate": return .acpInjectPending(try PendingInjectsUpdate(boundaryFields: &r, count: count))
         case "SessionClosedUpdate": return .acpInjectSessionClosed(try SessionClosedUpdate(boundaryFields: &r, count: count))
         case "OtherSessionUpdate":
@@ -10462,6 +10539,7 @@ extension SessionUpdate: BoundaryCodable {
         case let .planUpdate(v): v.encode(boundary: &w)
         case let .usageUpdate(v): v.encode(boundary: &w)
         case let .sessionInfoUpdate(v): v.encode(boundary: &w)
+        case let .replayComplete(v): v.encode(boundary: &w)
         case let .acpInjectPending(v): v.encode(boundary: &w)
         case let .acpInjectSessionClosed(v): v.encode(boundary: &w)
         case let .other(tag, raw): w.writeOther(class: "OtherSessionUpdate", tag: tag, raw: raw)
@@ -10471,13 +10549,13 @@ extension SessionUpdate: BoundaryCodable {
 
 /// A snapshot of the session's aggregate foreground activity.
 ///
-/// Foreground work is the agent's active response or workflow in the session,
+/// Foreground work is the Agent's active response or workflow in the session,
 /// including model processing, tool execution, and waiting for user action needed
-/// to continue that work. It can start with a prompt or be agent-initiated, for
+/// to continue that work. It can start with a prompt or be Agent-initiated, for
 /// example to pursue an ongoing goal or follow up on a completed background task.
-/// Either way, the agent MUST report `running` when foreground work starts,
+/// Either way, the Agent MUST report `running` when foreground work starts,
 /// or `requires_action` if it starts blocked on user action, and `idle` when it
-/// ends. The agent SHOULD include a stop reason on that idle update.
+/// ends. The Agent SHOULD include a stop reason on that idle update.
 /// Agent-initiated work does not require a prompt request or a synthetic user
 /// message.
 ///
@@ -10490,7 +10568,7 @@ extension SessionUpdate: BoundaryCodable {
 /// completion, do not by themselves change this state. A permission request only
 /// warrants `requires_action` when foreground work is blocked on user action.
 ///
-/// The agent SHOULD report `requires_action` when the foreground workflow as a
+/// The Agent SHOULD report `requires_action` when the foreground workflow as a
 /// whole cannot progress without user action, including permissions or elicitations.
 /// Once reported, it MUST report `running` when progress resumes, or `idle` when
 /// work ends without resuming.
@@ -10502,9 +10580,9 @@ extension SessionUpdate: BoundaryCodable {
 /// Resume MUST send a current-state snapshot after any replay and before its
 /// response. The snapshot reports foreground state after resuming.
 /// The response alone does not imply idle.
-/// Repeated snapshots are idempotent, not additional work, completions, or usage.
+/// Repeated snapshots are idempotent, not additional work or completions.
 /// A repeated state may carry updated information without another state transition.
-/// The agent MUST report `idle` when no foreground activity remains. Completing
+/// The Agent MUST report `idle` when no foreground activity remains. Completing
 /// an individual activity while other foreground work continues does not require
 /// an idle boundary. Local commands use the same lifecycle even without model work.
 ///
@@ -10516,11 +10594,7 @@ public enum StateUpdate: Sendable, Hashable, Codable {
     case idle(IdleStateUpdate)
     /// `requires_action`: Foreground work is blocked on user action.
     case requiresAction(RequiresActionStateUpdate)
-    /// `unknown`: **UNSTABLE**
-    ///
-    /// This capability is not part of the spec yet, and may be removed or changed at any point.
-    ///
-    /// The Agent cannot currently determine foreground activity.
+    /// `unknown`: The Agent cannot currently determine foreground activity.
     /// This replaces previously confirmed activity without ending the work or session.
     case unknown(UnknownStateUpdate)
     /// A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
@@ -10600,7 +10674,8 @@ extension StateUpdate: BoundaryCodable {
 /// Items reference entities the Client already tracks. The Agent MUST announce each item
 /// before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
 /// tool call's final status before the snapshot that removes it. Each piece of work is
-/// listed once: process-backed work is listed as its terminal, not also as its tool call.
+/// listed once: process-backed work is listed as its terminal, and the Agent MUST NOT
+/// also list a tool call whose only live work is a listed terminal.
 ///
 /// See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
 public enum BackgroundWork: Sendable, Hashable, Codable {
@@ -10611,11 +10686,7 @@ public enum BackgroundWork: Sendable, Hashable, Codable {
     /// a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
     /// stay listed.
     case toolCall(BackgroundToolCall)
-    /// `subagent`: **UNSTABLE**
-    ///
-    /// This capability is not part of the spec yet, and may be removed or changed at any point.
-    ///
-    /// A detached subagent session that has anything running: its state is not `idle`, or
+    /// `subagent`: A detached subagent session that has anything running: its state is not `idle`, or
     /// its own `background` list is non-empty or not reported.
     case subagent(BackgroundSubagent)
     /// A variant this version does not know, kept whole: the value of its tag member and the JSON object as received.
@@ -10806,14 +10877,14 @@ extension PlanUpdateContent: BoundaryCodable {
 ///  message updates or streamed chunks
 /// - Progress updates and results from tool calls
 ///
-/// This structure is compatible with the Model Context Protocol (MCP), so agents can
+/// This structure is compatible with the Model Context Protocol (MCP), so Agents can
 /// forward content from MCP tool outputs without transformation.
 ///
 /// See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
 public enum ContentBlock: Sendable, Hashable, Codable {
     /// `text`: Text content. May be plain text or formatted with Markdown.
     ///
-    /// All agents MUST support text content blocks in prompts.
+    /// All Agents MUST support text content blocks in prompts.
     /// Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
     /// extensions.
     case text(TextContent)
@@ -10827,7 +10898,7 @@ public enum ContentBlock: Sendable, Hashable, Codable {
     case audio(AudioContent)
     /// `resource_link`: References to resources that the receiver may be able to read.
     ///
-    /// All agents MUST support resource links in prompts.
+    /// All Agents MUST support resource links in prompts.
     case resourceLink(ResourceLink)
     /// `resource`: Complete resource contents embedded directly in the message.
     ///

@@ -4814,6 +4814,44 @@ pub(crate) fn dec_PlanUpdate(
     Ok((plan.ok_or_else(|| DecodeError::missing("PlanUpdate", "plan"))?, meta))
 }
 #[allow(non_snake_case)]
+pub(crate) fn enc_ReplayComplete(
+    w: &mut Writer,
+    meta: &::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+) {
+    w.map(1 + u32::from(meta.is_some()));
+    w.tag("ReplayComplete");
+    if let Some(v) = meta {
+        w.key("meta");
+        v.encode(w);
+    }
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_ReplayComplete(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<
+    (
+        ::std::option::Option<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ),
+    DecodeError,
+> {
+    let mut meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    > = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "meta" => meta = Decode::decode(r).map_err(|e| e.at("meta"))?,
+            other => return Err(DecodeError::unknown_field("ReplayComplete", other)),
+        }
+    }
+    Ok((meta,))
+}
+#[allow(non_snake_case)]
 pub(crate) fn enc_RequestPermissionRequest(
     w: &mut Writer,
     session_id: &acp_inject_core::wire::SessionId,
@@ -9496,6 +9534,32 @@ impl Decode for acp_inject_core::wire::ProtocolVersion {
         Ok(acp_inject_core::wire::ProtocolVersion(Decode::decode(r)?))
     }
 }
+impl Encode for acp_inject_core::wire::ReplayComplete {
+    fn encode(&self, w: &mut Writer) {
+        enc_ReplayComplete(w, &self.meta);
+    }
+}
+impl Decode for acp_inject_core::wire::ReplayComplete {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let n = r.map_len()?;
+        r.expect_tag("ReplayComplete")?;
+        let n = n - 1;
+        let (meta,) = dec_ReplayComplete(r, n)?;
+        Ok(build_ReplayComplete(meta))
+    }
+}
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn build_ReplayComplete(
+    meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+) -> acp_inject_core::wire::ReplayComplete {
+    {
+        let mut v = acp_inject_core::wire::ReplayComplete::new();
+        v.meta = meta;
+        v
+    }
+}
 impl Encode for acp_inject_core::wire::RequestPermissionRequest {
     fn encode(&self, w: &mut Writer) {
         enc_RequestPermissionRequest(
@@ -10716,6 +10780,7 @@ impl Encode for acp_inject_core::wire::SessionUpdate {
             acp_inject_core::wire::SessionUpdate::PlanUpdate(v) => v.encode(w),
             acp_inject_core::wire::SessionUpdate::UsageUpdate(v) => v.encode(w),
             acp_inject_core::wire::SessionUpdate::SessionInfoUpdate(v) => v.encode(w),
+            acp_inject_core::wire::SessionUpdate::ReplayComplete(v) => v.encode(w),
             acp_inject_core::wire::SessionUpdate::AcpInjectPending(v) => v.encode(w),
             acp_inject_core::wire::SessionUpdate::AcpInjectSessionClosed(v) => {
                 v.encode(w)
@@ -10854,6 +10919,12 @@ pub(crate) fn tagged_SessionUpdate(
                         ::std::boxed::Box::new(
                             build_SessionInfoUpdate(title, updated_at, meta),
                         ),
+                    )
+                }
+                "ReplayComplete" => {
+                    let (meta,) = dec_ReplayComplete(r, n)?;
+                    acp_inject_core::wire::SessionUpdate::ReplayComplete(
+                        ::std::boxed::Box::new(build_ReplayComplete(meta)),
                     )
                 }
                 "PendingInjectsUpdate" => {

@@ -594,6 +594,13 @@ impl acp_inject_core::agent::Store for LosingStore {
     ) -> Result<Vec<acp_inject_core::agent::HistoryEntry>, acp_inject_core::agent::StoreError> {
         self.inner.lock().unwrap().history(id)
     }
+    fn message_for_key(
+        &self,
+        id: &acp_inject_core::wire::SessionId,
+        key: &str,
+    ) -> Result<Option<acp_inject_core::wire::MessageId>, acp_inject_core::agent::StoreError> {
+        self.inner.lock().unwrap().message_for_key(id, key)
+    }
 }
 
 /// A host whose store failed (here: it lost a session's lease) stops serving: nothing of the

@@ -513,6 +513,7 @@ impl SqliteStore {
                 | Change::InjectRevoked { session, .. }
                 | Change::Delivered { session, .. }
                 | Change::InjectsDropped { session, .. }
+                | Change::KeyRecorded { session, .. }
                 | Change::History { session, .. } => self.touch(session),
             }
         }
@@ -577,6 +578,12 @@ impl SqliteStore {
                         params![session.as_str(), p.message_id.0],
                     )?;
                 }
+            }
+            Change::KeyRecorded { session, key, message_id } => {
+                self.exec(
+                    "INSERT INTO idempotency_keys (session_id, key, message_id) VALUES (?1, ?2, ?3)",
+                    params![session.as_str(), key, message_id.0],
+                )?;
             }
             Change::History { session, update } => self.append_history(session, &EntryRef::Update { update })?,
         }
@@ -722,6 +729,15 @@ impl Store for SqliteStore {
             .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
             .map_err(db_error)?;
         texts.iter().map(|t| from_json("history entry", t)).collect()
+    }
+
+    fn message_for_key(&self, session_id: &SessionId, key: &str) -> Result<Option<MessageId>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT message_id FROM idempotency_keys WHERE session_id = ?1 AND key = ?2")
+            .map_err(db_error)?;
+        let id: Option<String> = stmt.query_row(params![session_id.as_str(), key], |r| r.get(0)).optional().map_err(db_error)?;
+        Ok(id.map(MessageId))
     }
 
     /// The counters and every live (not closed) session with its record, turn and queue.

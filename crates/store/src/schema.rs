@@ -14,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::db_error;
 
 /// The schema this build writes and reads (and the newest it opens; older ones are migrated).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// `PRAGMA application_id` of an acp-inject store ("ACPI").
 pub const APPLICATION_ID: i32 = 0x4143_5049;
@@ -92,8 +92,20 @@ CREATE TABLE hosts (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 2 to 3: idempotency keys (R-IDEM-1). A key names the message its prompt or inject
+/// submitted for as long as the session is kept: unlike the remembered ids of `injects`, keys
+/// are never pruned.
+const V2_TO_V3: &str = "
+CREATE TABLE idempotency_keys (
+    session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+    key        TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    PRIMARY KEY (session_id, key)
+) STRICT, WITHOUT ROWID;
+";
+
 /// `MIGRATIONS[i]` takes a store from version `i + 1` to `i + 2`.
-const MIGRATIONS: [&str; 1] = [V1_TO_V2];
+const MIGRATIONS: [&str; 2] = [V1_TO_V2, V2_TO_V3];
 
 /// The first bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";

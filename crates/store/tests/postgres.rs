@@ -306,3 +306,36 @@ fn a_take_over_blocked_by_a_stalled_transaction_answers_busy_instead_of_waiting(
     let out = resume(&mut b, 2, &session);
     assert_eq!(reason(answer(&out)), None, "{out:?}");
 }
+
+/// Idempotency keys (R-IDEM-1) hold across hosts: a prompt retried on the host that took the
+/// session over is answered with the original id and inserts nothing.
+#[test]
+fn idempotency_keys_hold_across_hosts() {
+    let Some(url) = database("idempotency") else { return };
+    let session;
+    {
+        let mut a = host(&url, "a", 10_000);
+        let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+        session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+        let params = json!({ "sessionId": session, "prompt": text("hello"), "idempotencyKey": "p-1" });
+        let out = call(&mut a, "c1", 2, "session/prompt", params);
+        assert!(answer(&out)["result"]["messageId"].is_string(), "{out:?}");
+        let out = event(
+            &mut a,
+            &session,
+            RuntimeEvent::TurnEnded { stop_reason: acp_inject_core::wire::StopReason::EndTurn, usage: None, error: None },
+        );
+        drop(out);
+        a.detach(&acp_inject_core::agent::ConnId::from("c1"));
+        a.drain().unwrap();
+    }
+    let mut b = host(&url, "b", 10_000);
+    let replayed = resume(&mut b, 1, &session);
+    let first = updates(&replayed).into_iter().find(|(k, _)| k == "user_message").map(|(_, id)| id).expect("the prompt was inserted");
+    let params = json!({ "sessionId": session, "prompt": text("hello"), "idempotencyKey": "p-1" });
+    let out = call(&mut b, "c1", 2, "session/prompt", params);
+    assert_eq!(answer(&out)["result"]["messageId"].as_str(), Some(first.as_str()), "{out:?}");
+    assert!(updates(&out).is_empty(), "a retry inserts nothing: {out:?}");
+    let history = b.history(&SessionId(session.clone())).unwrap();
+    assert_eq!(history.iter().filter(|e| matches!(e, acp_inject_core::agent::HistoryEntry::User { .. })).count(), 1);
+}

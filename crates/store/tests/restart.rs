@@ -125,6 +125,7 @@ fn a_reopened_agent_continues_from_the_store() {
             ("agent_message", "agent_1"),
             ("user_message", "msg_3"),
             ("user_message", "msg_5"),
+            ("replay_complete", ""),
             ("state_update", "running"),
         ];
         assert_eq!(replayed, expected.map(|(k, d)| (k.to_owned(), d.to_owned())), "{out:?}");
@@ -306,4 +307,40 @@ fn random_sequences_give_the_same_outputs_across_restarts() {
         }
         assert!(!ids.is_empty(), "seed {seed}: no request was accepted");
     }
+}
+
+/// Idempotency keys (R-IDEM-1) outlive the process: after a restart, a retried prompt and a
+/// retried inject are answered with their original ids and insert nothing, and a new key is a
+/// new submission.
+#[test]
+fn idempotency_keys_outlive_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.sqlite3");
+    let cfg = || config(DEFAULT_REMEMBER_IDS);
+    let prompt = |a: &mut _, conn: &str, id: u64, key: &str| {
+        let params = json!({ "sessionId": "sess_1", "prompt": text("hello"), "idempotencyKey": key });
+        call(a, conn, id, "session/prompt", params)
+    };
+    let inject = |a: &mut _, conn: &str, id: u64, key: &str| {
+        let params = json!({ "sessionId": "sess_1", "mode": "queue", "content": text("later"), "idempotencyKey": key });
+        call(a, conn, id, "session/inject", params)
+    };
+    {
+        let mut a = open_agent(&path, cfg()).unwrap();
+        initialize(&mut a, "c1");
+        let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+        assert_eq!(answer(&new)["result"]["sessionId"], "sess_1");
+        assert_eq!(answer(&prompt(&mut a, "c1", 2, "p-1"))["result"]["messageId"], "msg_1");
+        assert_eq!(answer(&inject(&mut a, "c1", 3, "q-1"))["result"]["messageId"], "msg_2");
+    }
+    let mut b = open_agent(&path, cfg()).unwrap();
+    initialize(&mut b, "c2");
+    let out = prompt(&mut b, "c2", 1, "p-1");
+    assert_eq!(answer(&out)["result"]["messageId"], "msg_1", "{out:?}");
+    assert!(updates(&out).is_empty(), "a retry inserts nothing: {out:?}");
+    let out = inject(&mut b, "c2", 2, "q-1");
+    assert_eq!(answer(&out)["result"]["messageId"], "msg_2", "{out:?}");
+    let pending: Vec<String> = b.pending(&SessionId("sess_1".into())).into_iter().map(|p| p.message_id.0).collect();
+    assert_eq!(pending, ["msg_2"], "the retried inject is queued once");
+    assert_eq!(answer(&inject(&mut b, "c2", 3, "q-2"))["result"]["messageId"], "msg_3", "a new key is a new submission");
 }

@@ -2,7 +2,7 @@
 //! criterion bench and the comparison with the official crate in `bench/`): deterministic
 //! (fixed seed) so runs compare, mixing every update kind of the vendored draft (chunks, upserts,
 //! tool calls, terminals, state and usage updates, plans, commands, config options, notices,
-//! compactions, subagents, session messages), extension (open-branch) updates and a few objects
+//! compactions, subagents, session messages, replay markers, prompt suggestions, cursors), extension (open-branch) updates and a few objects
 //! whose tag is not the first member.
 
 use serde_json::Value;
@@ -210,6 +210,18 @@ fn update(rng: &mut Rng, i: usize) -> String {
             ("content", format!("[{}]", text_block(rng, 12))),
         ]),
         108 => obj(&[tag("session_message_chunk"), ("messageId", msg), ("content", text_block(rng, 12))]),
+        // The kinds the crate's 1.20.0 draft added (taken from the tail of the buffered case).
+        109 => obj(&[tag("replay_complete")]),
+        110 => obj(&[
+            tag("prompt_suggestions_update"),
+            ("suggestions", format!("[{}]", obj(&[("prompt", format!("[{}]", text_block(rng, 8)))]))),
+        ]),
+        111 => obj(&[
+            tag("cursor_update"),
+            ("cursorId", s("cur_1")),
+            ("anchor", obj(&[("type", s("user_message")), ("messageId", msg), ("position", s("after"))])),
+            ("capabilities", obj(&[("fork", "{}".into())])),
+        ]),
         // The tag after the body: exercises the buffered path.
         _ => obj(&[("messageId", msg), ("content", text_block(rng, 12)), tag("agent_message_chunk")]),
     };

@@ -1111,9 +1111,9 @@ pub mod __de {
             .map_err(A::Error::custom)
     }
 }
-/**Capabilities supported by the agent.
+/**Capabilities supported by the Agent.
 
-Advertised during initialization to inform the client about
+Advertised during initialization to inform the Client about
 available features and content types.
 
 See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)*/
@@ -1121,7 +1121,7 @@ See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct AgentCapabilities {
-    #[doc = "Session capabilities supported by the agent.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not support the\n`session/*` methods. Supplying `{}` means the agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
+    #[doc = "Session capabilities supported by the Agent.\n\nOptional. Omitted and `null` are equivalent and mean the Agent does not support the\n`session/*` methods. Supplying `{}` means the Agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_agentcapabilities_session")]
     #[serde(default)]
@@ -1133,9 +1133,9 @@ pub struct AgentCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**An agent message has been created or updated.
+/**An Agent message has been created or updated.
 
-Agents can send this in addition to streamed chunks. When a client
+Agents can send this in addition to streamed chunks. When a Client
 receives another `agent_message` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1155,7 +1155,7 @@ pub struct AgentMessage {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A chunk of the agent's response being streamed.
+///A chunk of the Agent's response being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -1188,9 +1188,9 @@ pub struct AgentMessageClear {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**An agent thought or reasoning message has been created or updated.
+/**An Agent thought or reasoning message has been created or updated.
 
-Agents can send this in addition to streamed chunks. When a client
+Agents can send this in addition to streamed chunks. When a Client
 receives another `agent_thought` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1210,7 +1210,7 @@ pub struct AgentThought {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///A chunk of the agent's internal reasoning being streamed.
+///A chunk of the Agent's internal reasoning being streamed.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -1225,7 +1225,7 @@ pub struct AgentThoughtChunk {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
+///Optional annotations for the Client. The Client can use annotations to inform how objects are used or displayed
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -1249,7 +1249,7 @@ Omitted and `null` are equivalent and mean the modification time is not reported
     #[serde(deserialize_with = "__tolerant_annotations_last_modified")]
     #[serde(default)]
     pub last_modified: ::std::option::Option<::std::string::String>,
-    /**Relative importance of this content when clients choose what to surface, from 0 (least
+    /**Relative importance of this content when Clients choose what to surface, from 0 (least
 important) to 1 (most important).
 
 Omitted and `null` are equivalent and mean no priority is specified.*/
@@ -1276,7 +1276,7 @@ pub struct AudioContent {
     ///MIME type describing the encoded media payload.
     #[serde(rename = "mimeType")]
     pub mime_type: ::std::string::String,
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1316,7 +1316,7 @@ Omitted and `null` are equivalent and mean no description is provided.*/
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**Client runs the configured agent program as a separate interactive
+/**Client runs the configured Agent program as a separate interactive
 process, without passing this method to `auth/login`.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -1334,16 +1334,16 @@ Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(deserialize_with = "__tolerant_authmethodterminal_description")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
-    ///Additional arguments to append to the configured agent invocation for terminal auth.
+    ///Additional arguments to append to the configured Agent invocation for terminal auth.
     #[serde(
         rename = "args",
         default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub args: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
-    /**Additional environment variables to set on the configured agent invocation for terminal auth.
-Names MUST be unique. These values override same-named variables in the
-base launch configuration.*/
+    /**Additional environment variables to set on the configured Agent invocation for terminal auth.
+Names SHOULD be unique, and otherwise the last entry wins. These values override
+same-named variables in the base launch configuration.*/
     #[serde(
         rename = "env",
         default,
@@ -1357,7 +1357,8 @@ base launch configuration.*/
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nA detached subagent session that has anything running: its state is not `idle`, or\nits own `background` list is non-empty or not reported."]
+/**A detached subagent session that has anything running: its state is not `idle`, or
+its own `background` list is non-empty or not reported.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -1442,7 +1443,8 @@ pub struct CancelRequestNotification {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**Notification to cancel a session's foreground work and its prompts not yet inserted.
+/**Cancels the named session's active foreground work and earlier prompts not yet inserted.
+It does not cancel later submissions or work in the session's latest `background` list.
 
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1459,11 +1461,11 @@ pub struct CancelSessionNotification {
     >,
 }
 /**The request was not approved and no option was selected: the session's work was
-cancelled, the user dismissed the prompt, or the client declined it by policy.
+cancelled, the user dismissed the prompt, or the Client declined it by policy.
 Agents MUST NOT proceed with the operation.
 
-The client answers a request the agent cancels with `$/cancel_request` with
-this outcome. After sending `session/cancel`, the client MAY also send it
+The Client answers a request the Agent cancels with `$/cancel_request` with
+this outcome. After sending `session/cancel`, the Client MAY also send it
 without waiting for `$/cancel_request`, for a request it knows belongs to the
 cancelled foreground work.
 
@@ -1479,9 +1481,9 @@ pub struct CancelledPermissionOutcome {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**Capabilities supported by the client.
+/**Capabilities supported by the Client.
 
-Advertised during initialization to inform the agent about
+Advertised during initialization to inform the Agent about
 available features and methods.
 
 See protocol docs: [Client Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#client-capabilities)*/
@@ -1501,7 +1503,8 @@ pub struct ClientCapabilities {
 The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
 was called, then free the resources associated with the session. Unlike `session/cancel`,
 closing also stops the session's background work. After the close response, the Agent
-sends no other messages for the session on that connection.
+sends no notifications or requests for the session on that connection. It still
+answers `session/prompt` requests that were pending.
 
 Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
 treat a `-32002` response as a successful close.
@@ -1513,7 +1516,7 @@ does not itself require another idle update.
 
 Closing also cancels pending `session/prompt` requests whose messages have not
 been inserted, including held prompts. If closing prevents a prompt's user message from being inserted, the
-Agent MUST answer that request with `-32800` (Request Cancelled). If the message
+Agent MUST answer that request with `-32800` (Request cancelled). If the message
 has already been inserted, the Agent MUST respond successfully with its
 `messageId`. Prompt responses need not precede the close response.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1568,7 +1571,7 @@ Requires the `embeddedContext` prompt capability when included in prompts.*/
 #[non_exhaustive]
 pub struct EmbeddedResource {
     pub resource: EmbeddedResourceResource,
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1653,12 +1656,75 @@ pub struct HttpHeader {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+/**A key the Client generates to identify one `session/prompt` submission across attempts.
+
+The key is an opaque, case-sensitive string of 1 to 255 characters. It is scoped to the
+session named by the request's `sessionId`.
+
+See protocol docs: [Retrying a prompt](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#retrying-a-prompt)*/
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+pub struct IdempotencyKey(::std::string::String);
+impl ::std::ops::Deref for IdempotencyKey {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<IdempotencyKey> for ::std::string::String {
+    fn from(value: IdempotencyKey) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for IdempotencyKey {
+    type Err = self::error::ConversionError;
+    fn from_str(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 255usize {
+            return Err("longer than 255 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for IdempotencyKey {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: &str,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for IdempotencyKey {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for IdempotencyKey {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
 ///No foreground work is active. Background activity may continue.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct IdleStateUpdate {
-    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the agent is not reporting token\nusage for this state update."]
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the Agent is not reporting token\nusage for this state update. A repeated or resume snapshot that carries it MUST NOT\nbe counted as additional usage."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_idlestateupdate_usage")]
     #[serde(default)]
@@ -1668,7 +1734,7 @@ pub struct IdleStateUpdate {
 Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
 background work, not that nothing is running. `[]` means no background work is
 running. An Agent that reports background work MUST include it on every state
-update for the session. A malformed list is treated as not reported.
+update for the session.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1683,7 +1749,7 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
     >,
     /**Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
 
-Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting a stop reason.
 
 See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)*/
     #[serde(
@@ -1719,7 +1785,7 @@ Omitted and `null` are equivalent and mean no URI is associated with the image.*
     #[serde(deserialize_with = "__tolerant_imagecontent_uri")]
     #[serde(default)]
     pub uri: ::std::option::Option<::std::string::String>,
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1733,7 +1799,7 @@ Omitted and `null` are equivalent and mean no annotations are provided.*/
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**Metadata about the implementation of the client or agent.
+/**Metadata about the implementation of the Client or Agent.
 Describes the name and version of an ACP implementation, with an optional
 title for UI representation.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1746,7 +1812,7 @@ name fallback if title isn't present.*/
     /**Intended for UI and end-user contexts and optimized to be human-readable
 and easily understood.
 
-If not provided, the name should be used for display.
+If not provided, the name SHOULD be used for display.
 
 Omitted and `null` are equivalent and mean the `name` is used for display.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -1765,7 +1831,7 @@ for debugging or metrics purposes. (e.g. "1.0.0").*/
 }
 /**Request parameters for the initialize method.
 
-Sent by the client to establish connection and negotiate capabilities.
+Sent by the Client to establish connection and negotiate capabilities.
 
 See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1788,7 +1854,7 @@ pub struct InitializeRequest {
 }
 /**Response to the `initialize` method.
 
-Contains the negotiated protocol version and agent capabilities.
+Contains the negotiated protocol version and Agent capabilities.
 
 See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -1802,11 +1868,11 @@ pub struct InitializeResponse {
     #[serde(deserialize_with = "__tolerant_initializeresponse_capabilities")]
     #[serde(default)]
     pub capabilities: ::std::option::Option<AgentCapabilities>,
-    /**Authentication methods supported by the agent.
+    /**Authentication methods supported by the Agent.
 
-Optional. Omitted or empty means the agent does not advertise the
+Optional. Omitted or empty means the Agent does not advertise the
 `auth/login` and `auth/logout` methods. Supplying one or more methods means
-the agent MUST support both `auth/login` and `auth/logout`.*/
+the Agent MUST support both `auth/login` and `auth/logout`.*/
     #[serde(
         rename = "authMethods",
         default,
@@ -1862,6 +1928,12 @@ pub struct InjectRequest {
     #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
     #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
     pub content: ::std::vec::Vec<ContentBlock>,
+    ///Identifies one `session/inject` submission within this session, with the semantics of `session/prompt`'s `idempotencyKey`: the Client sends the same key on every attempt for the same submission, and a retry of an accepted inject is answered with the original `messageId` without queueing another message. Optional; omitted and `null` mean no key. When present, 1 to 255 characters; any other value is rejected with `-32602`.
+    #[serde(
+        rename = "idempotencyKey",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub idempotency_key: ::std::option::Option<IdempotencyKey>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_injectrequest_meta")]
     #[serde(default)]
@@ -1893,7 +1965,8 @@ pub struct ListSessionsRequest {
 Only sessions whose `cwd` is this same directory match. Subdirectories and
 `additionalDirectories` don't. Agents MAY normalize paths when comparing.
 
-Omitted and `null` are equivalent and mean sessions are not filtered by working directory.*/
+Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
+Clients keep the same value when following `nextCursor`.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub cwd: ::std::option::Option<::std::string::String>,
     /**Opaque cursor token from a previous response's nextCursor field for cursor-based pagination
@@ -1913,7 +1986,9 @@ Omitted and `null` are equivalent and mean the first page is requested.*/
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct ListSessionsResponse {
-    ///Array of session information objects.
+    /**Array of session information objects.
+
+Agents SHOULD return the sessions with the most recent activity first.*/
     #[serde(deserialize_with = "__tolerant_listsessionsresponse_sessions")]
     #[serde(default)]
     pub sessions: ::std::vec::Vec<SessionInfo>,
@@ -1996,15 +2071,15 @@ pub struct LogoutAuthResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-///MCP capabilities supported by the agent for session lifecycle requests.
+///MCP capabilities supported by the Agent for session lifecycle requests.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct McpCapabilities {
     /**Agent supports `stdio` MCP servers.
 
-Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-Supplying `{}` means the agent supports stdio MCP server transports.*/
+Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+Supplying `{}` means the Agent supports stdio MCP server transports.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_mcpcapabilities_stdio")]
     #[serde(default)]
@@ -2013,8 +2088,8 @@ Supplying `{}` means the agent supports stdio MCP server transports.*/
     >,
     /**Agent supports `http` MCP servers.
 
-Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-Supplying `{}` means the agent supports HTTP MCP server transports.*/
+Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+Supplying `{}` means the Agent supports HTTP MCP server transports.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_mcpcapabilities_http")]
     #[serde(default)]
@@ -2035,7 +2110,9 @@ Only available when the Agent capabilities include `session.mcp.http`.*/
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct McpServerHttp {
-    ///Human-readable name identifying this MCP server.
+    /**Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+
+Agents reject a request with a duplicate `name` with `-32602`.*/
     pub name: ::std::string::String,
     ///URL to the MCP server.
     pub url: ::std::string::String,
@@ -2061,9 +2138,13 @@ Only available when the Agent capabilities include `session.mcp.stdio`.*/
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct McpServerStdio {
-    ///Human-readable name identifying this MCP server.
+    /**Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+
+Agents reject a request with a duplicate `name` with `-32602`.*/
     pub name: ::std::string::String,
-    ///Absolute path to the MCP server executable.
+    /**Path to the MCP server executable. Must be an absolute path.
+
+Agents reject a request with a relative `command` with `-32602`.*/
     pub command: ::std::string::String,
     ///Command-line arguments to pass to the MCP server.
     #[serde(
@@ -2089,7 +2170,7 @@ Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.*/
 }
 /**Identifier for a message, unique among messages of the same type within a session.
 
-Each message type, such as user messages, agent messages, and agent thoughts,
+Each message type, such as user messages, Agent messages, and Agent thoughts,
 has its own ID space: messages of different types may share an ID and remain
 distinct messages.*/
 #[derive(
@@ -2142,7 +2223,7 @@ See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol
 pub struct NewSessionRequest {
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
-    /**Additional workspace roots for this session. Each path must be absolute.
+    /**Additional workspace roots for this session. Each path MUST be absolute.
 
 These expand the session's workspace scope without changing `cwd`, which
 remains the base for relative paths. When omitted or empty, no
@@ -2155,7 +2236,7 @@ additional roots are activated for the new session.*/
     pub additional_directories: ::std::option::Option<
         ::std::vec::Vec<::std::string::String>,
     >,
-    ///List of MCP (Model Context Protocol) servers the agent should connect to.
+    ///List of MCP (Model Context Protocol) servers for the Agent to connect to.
     #[serde(
         rename = "mcpServers",
         default,
@@ -2174,6 +2255,9 @@ additional roots are activated for the new session.*/
 New sessions default to `idle` until a state update reports otherwise.
 Updates may arrive before or after this response. Clients MUST NOT overwrite
 an already-reported state when the response arrives.
+
+An Agent whose new session is not `idle` MUST send the session's
+`state_update` after this response.
 
 See protocol docs: [Creating a Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2301,7 +2385,8 @@ See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/dr
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct PlanEntry {
-    ///Human-readable description of what this task aims to accomplish.
+    /**Human-readable description of what this task aims to accomplish.
+May contain Markdown.*/
     pub content: ::std::string::String,
     pub priority: PlanEntryPriority,
     pub status: PlanEntryStatus,
@@ -2322,8 +2407,8 @@ pub struct PlanItems {
     pub plan_id: ::std::string::String,
     /**The list of tasks to be accomplished.
 
-When updating an item-based plan, the agent must send a complete list of all entries
-with their current status. The client replaces that plan with each update.*/
+The Agent MUST send all entries with their current status.
+The Client MUST replace the checklist with this `planId` on each update.*/
     #[serde(deserialize_with = "__tolerant_planitems_entries")]
     pub entries: ::std::vec::Vec<PlanEntry>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
@@ -2347,7 +2432,7 @@ pub struct PlanUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**Request parameters for sending a user prompt to the agent.
+/**Request parameters for sending a user prompt to the Agent.
 
 Contains the user's message and any additional context.
 
@@ -2365,18 +2450,44 @@ while other variants are optionally enabled via `PromptCapabilities`.
 
 The Client MUST adapt its interface according to `PromptCapabilities`.
 
-The client MAY include referenced pieces of context as either
+The Client MAY include referenced pieces of context as either
 `resource` or `resource_link` content blocks.
 
 When available, `resource` is preferred
 as it avoids extra round-trips and allows the message to include
-pieces of context from sources the agent may not have access to.
+pieces of context from sources the Agent might not have access to.
 
 Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
 inserting it.*/
     #[serde(deserialize_with = "__de::min_items::<_, _, 1>")]
     #[cfg_attr(feature = "schemars", schemars(length(min = 1)))]
     pub prompt: ::std::vec::Vec<ContentBlock>,
+    /**Identifies one prompt submission within this session.
+
+Optional. Omitted and `null` are equivalent and mean no key. The Agent then handles
+the prompt without duplicate detection.
+
+The Client generates the key and sends the same key on every attempt for the same
+submission. Agents that advertise `capabilities.session` MUST support the key.
+A retry of a recorded insertion returns the original `messageId` without inserting
+another message.
+
+The Agent MUST recognize the key for as long as it retains the message, including
+across connections and Agent restarts. For a live-only message, it MUST recognize
+the key while the session stays active on a connection. A retry with a forgotten
+key is a new submission, even immediately after reconnecting. If a duplicate
+would matter and the Client cannot rule it out, it SHOULD NOT retry automatically.
+
+When present, the value is an opaque, case-sensitive string of 1 to 255 characters.
+Agents MUST reject any other value with `-32602` (Invalid params) and MUST NOT treat
+it as omitted.
+
+See protocol docs: [Retrying a prompt](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#retrying-a-prompt)*/
+    #[serde(
+        rename = "idempotencyKey",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub idempotency_key: ::std::option::Option<IdempotencyKey>,
     #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_promptrequest_meta")]
     #[serde(default)]
@@ -2387,7 +2498,7 @@ inserting it.*/
 /**Response acknowledging that a user prompt was inserted into the ACP conversation.
 
 This response does not indicate that the prompt was merely received or held, nor that the
-agent has finished processing it.
+Agent has finished processing it.
 Processing and completion are reported through `state_update` session updates.
 
 Insertion is the logical addition of a user message with a message ID and a position
@@ -2488,6 +2599,21 @@ pub struct ReplaceInjectResponse {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
+/**The history replay requested by `session/resume` is complete for this session.
+
+Every update for the session between the `session/resume` request and
+this update is replayed history. Every update after it is not.*/
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
+#[non_exhaustive]
+pub struct ReplayComplete {
+    #[serde(rename = "_meta", skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_replaycomplete_meta")]
+    #[serde(default)]
+    pub meta: ::std::option::Option<
+        ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+    >,
+}
 ///Replay all retained conversation history from its first replayable entry.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -2502,7 +2628,7 @@ pub struct ReplayFromStart {
 }
 /**Request for user permission to proceed with an operation.
 
-Sent when the agent needs authorization before performing a sensitive operation.
+Sent when the Agent needs authorization before performing a sensitive operation.
 
 See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -2567,7 +2693,7 @@ pub struct RequiresActionStateUpdate {
 Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
 background work, not that nothing is running. `[]` means no background work is
 running. An Agent that reports background work MUST include it on every state
-update for the session. A malformed list is treated as not reported.
+update for the session.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2583,7 +2709,7 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
 }
 /**References to resources that the receiver may be able to read.
 
-All agents MUST support resource links in prompts.*/
+All Agents MUST support resource links in prompts.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -2606,7 +2732,7 @@ Omitted and `null` are equivalent and mean no description is provided.*/
     #[serde(deserialize_with = "__tolerant_resourcelink_description")]
     #[serde(default)]
     pub description: ::std::option::Option<::std::string::String>,
-    /**Optional set of sized icons that the client can display in a user interface.
+    /**Optional set of sized icons that the Client can display in a user interface.
 
 Omitted and `null` are equivalent and mean no icons are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2629,7 +2755,7 @@ Omitted and `null` are equivalent and mean the size is not known.*/
     #[serde(deserialize_with = "__tolerant_resourcelink_size")]
     #[serde(default)]
     pub size: ::std::option::Option<u64>,
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2658,11 +2784,11 @@ pub struct ResumeSessionRequest {
 Clients MUST send the session's working directory. Agents MAY reject a different directory
 with `-32602`, and MAY normalize paths when comparing.*/
     pub cwd: ::std::string::String,
-    /**Additional workspace roots to activate for this session. Each path must be absolute.
+    /**Additional workspace roots to activate for this session. Each path MUST be absolute.
 
 When omitted or empty, no additional roots are activated. When non-empty,
 this is the complete resulting additional-root list for the resumed
-session. It may differ from any previously used or reported list as long as
+session. It MAY differ from any previously used or reported list as long as
 the request `cwd` matches the session's `cwd`.*/
     #[serde(
         rename = "additionalDirectories",
@@ -2682,12 +2808,12 @@ NOT restore servers from earlier requests.*/
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mcp_servers: ::std::option::Option<::std::vec::Vec<McpServer>>,
-    /**Inclusive cursor describing where conversation replay should begin.
+    /**Inclusive cursor describing where conversation replay begins.
 
-Optional. Omitted and `null` are equivalent and mean the Agent should resume without
-replaying previous conversation history. Replay cursors are inclusive:
+Optional. Omitted and `null` are equivalent, and the Agent MUST NOT replay
+previous conversation history. Replay cursors are inclusive:
 replay includes the position identified by the cursor. Supplying
-`{ "type": "start" }` means the Agent should replay all retained
+`{ "type": "start" }` means the Agent MUST replay all retained
 conversation history before responding.
 
 Agents MUST reject unsupported cursor types or malformed cursor values
@@ -2707,7 +2833,7 @@ or resuming without replay.*/
 }
 /**Response from resuming an existing session.
 
-The agent MUST send a current `state_update` after any requested history
+The Agent MUST send a current `state_update` after any requested history
 replay and before this response, even without replay. The update reports
 foreground state after resuming. The response alone does not imply `idle`.
 
@@ -2761,7 +2887,7 @@ pub struct RunningStateUpdate {
 Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
 background work, not that nothing is running. `[]` means no background work is
 running. An Agent that reports background work MUST include it on every state
-update for the session. A malformed list is treated as not reported.
+update for the session.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -2775,10 +2901,12 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**The user selected one of the provided options.
+/**The user selected an option. Selection is not approval by itself.
 
-If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-approved.*/
+The Agent MUST match `optionId` against the options it offered in this request.
+For `reject_once` or `reject_always`, the Agent MUST NOT perform the requested
+operation. If no option matches or the Agent does not understand its `kind`,
+the Agent MUST NOT treat the response as approval.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -2794,8 +2922,8 @@ pub struct SelectedPermissionOutcome {
 }
 /**Capabilities for additional session directories support.
 
-Supplying `{}` means the agent supports the `additionalDirectories` field on
-supported session lifecycle requests. Agents may return
+Supplying `{}` means the Agent supports the `additionalDirectories` field on
+supported session lifecycle requests. Agents MAY return
 `SessionInfo.additionalDirectories` in `session/list` to report the
 complete ordered additional-root list associated with a listed session.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
@@ -2811,13 +2939,13 @@ pub struct SessionAdditionalDirectoriesCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**Session capabilities supported by the agent.
+/**Session capabilities supported by the Agent.
 
-Supplying `{}` means the agent supports the baseline session methods:
+Supplying `{}` means the Agent supports the baseline session methods:
 `session/new`, `session/list`, `session/resume`, `session/close`,
 `session/prompt`, `session/cancel`, and `session/update`.
 
-Agents that support sessions **MAY** support additional session methods,
+Agents that support sessions MAY support additional session methods,
 prompt content types, and MCP transports by specifying additional
 capabilities.
 
@@ -2832,26 +2960,26 @@ pub struct SessionCapabilities {
     pub meta: ::std::option::Option<
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
-    /**MCP capabilities supported by the agent for session lifecycle requests.
+    /**MCP capabilities supported by the Agent for session lifecycle requests.
 
-Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+Optional. Omitted and `null` are equivalent and mean the Agent does not advertise MCP
 server transport support for sessions.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessioncapabilities_mcp")]
     #[serde(default)]
     pub mcp: ::std::option::Option<McpCapabilities>,
-    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status."]
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the Agent supports `session/status`.\n\nOptional. Omitted and `null` are equivalent and mean the Agent does not advertise support.\nSupplying `{}` means the Agent supports checking session status."]
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_sessioncapabilities_status")]
     #[serde(default)]
     pub status: ::std::option::Option<SessionStatusCapabilities>,
-    /**Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+    /**Whether the Agent supports `additionalDirectories` on supported session lifecycle requests.
 
-Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-Supplying `{}` means the agent supports `additionalDirectories` on
+Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+Supplying `{}` means the Agent supports `additionalDirectories` on
 supported session lifecycle requests.
 
-Agents may return `SessionInfo.additionalDirectories` to report the
+Agents MAY return `SessionInfo.additionalDirectories` to report the
 complete ordered additional-root list associated with a listed session.*/
     #[serde(
         rename = "additionalDirectories",
@@ -2878,10 +3006,10 @@ pub struct SessionClosedUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**A unique identifier for a conversation session between a client and agent.
+/**A unique identifier for a conversation session between a Client and Agent.
 
 Each session has its own context, conversation history, and state, so one
-agent can run several independent sessions.
+Agent can run several independent sessions.
 
 See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/v2/draft/session-setup#session-id)*/
 #[derive(
@@ -2934,7 +3062,7 @@ pub struct SessionInfo {
     pub session_id: SessionId,
     ///The working directory for this session. Must be an absolute path.
     pub cwd: ::std::string::String,
-    /**Additional workspace roots reported for this session. Each path must be absolute.
+    /**Additional workspace roots reported for this session. Each path MUST be absolute.
 
 When present, this is the complete ordered additional-root list reported
 by the Agent. Omitted and empty values are equivalent: the response
@@ -2991,7 +3119,7 @@ pub struct SessionInfoUpdate {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/status` method.\n\nSupplying `{}` means the agent supports checking session status."]
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nCapabilities for the `session/status` method.\n\nSupplying `{}` means the Agent supports checking session status."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -3003,7 +3131,7 @@ pub struct SessionStatusCapabilities {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for checking the status of a session.\n\nOnly available if the Agent supports the `session.status` capability.\n\n`session/status` MUST NOT have side effects. The Agent does not load, resume, create,\nclose, or change the session, and does not attach the requesting connection to it.\nA session the Agent does not know gets `-32002` with the requested `sessionId` in `data`."]
+#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nRequest parameters for checking the status of a session.\n\nOnly available if the Agent supports the `session.status` capability.\n\n`session/status` MUST NOT have side effects. The Agent does not resume, create,\nclose, or change the session, and does not attach the requesting connection to it.\nA session the Agent does not know gets `-32002` with the requested `sessionId` in `data`."]
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -3026,8 +3154,8 @@ pub struct SessionStatusResponse {
     /**The session's current foreground state, as the same snapshot the Agent sends in
 `state_update` notifications.
 
-Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
-malformed values mean the Agent is not reporting foreground state, and Clients
+Optional. Agents SHOULD include it when `status` is `open`. Omitted and `null`
+mean the Agent is not reporting foreground state, and Clients
 MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
 MUST NOT count an `idle` snapshot as a new completion.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3077,7 +3205,7 @@ pub struct SteeringResponse {
 }
 /**Text content. May be plain text or formatted with Markdown.
 
-All agents MUST support text content blocks in prompts.
+All Agents MUST support text content blocks in prompts.
 Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
 extensions.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -3086,7 +3214,7 @@ extensions.*/
 pub struct TextContent {
     ///Text payload carried by this content block.
     pub text: ::std::string::String,
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3204,13 +3332,13 @@ pub struct ToolCallUpdate {
 
 This field is optional and has patch semantics. Omission means no
 change, `null` clears the name, and a string replaces it. For a tool
-call ID the client has not seen before, omission or `null` means that no
+call ID the Client has not seen before, omission or `null` means that no
 tool name is available.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_name")]
     #[serde(default)]
     pub name: ::std::option::Option<::std::string::String>,
-    /**Human-readable title describing what the tool is doing.
+    /**Human-readable plain-text title describing what the tool is doing.
 
 Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
 A new tool call starts without a title.*/
@@ -3219,7 +3347,7 @@ A new tool call starts without a title.*/
     #[serde(default)]
     pub title: ::std::option::Option<::std::string::String>,
     /**The category of tool being invoked.
-Helps clients choose appropriate icons and UI treatment.
+Helps Clients choose appropriate icons and UI treatment.
 
 Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
 A new tool call starts as `other`.*/
@@ -3230,7 +3358,8 @@ A new tool call starts as `other`.*/
     /**Current execution status of the tool call.
 
 Omission leaves the status unchanged, `null` resets it to `pending`, and a value
-replaces it. A new tool call starts as `pending`.*/
+replaces it. A new tool call starts as `pending`. Agents do not move a tool call
+back to `pending` once it has another status.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_status")]
     #[serde(default)]
@@ -3241,7 +3370,7 @@ replaces it. A new tool call starts as `pending`.*/
     #[serde(default)]
     pub content: ::std::option::Option<::std::vec::Vec<ToolCallContent>>,
     /**File locations affected by this tool call.
-Enables "follow-along" features in clients.*/
+Enables "follow-along" features in Clients.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_toolcallupdate_locations")]
     #[serde(default)]
@@ -3281,7 +3410,8 @@ pub struct TurnFailure {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub data: ::std::option::Option<::serde_json::Value>,
 }
-#[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nThe Agent cannot currently determine foreground activity.\nThis replaces previously confirmed activity without ending the work or session."]
+/**The Agent cannot currently determine foreground activity.
+This replaces previously confirmed activity without ending the work or session.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
 #[non_exhaustive]
@@ -3291,7 +3421,7 @@ pub struct UnknownStateUpdate {
 Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
 background work, not that nothing is running. `[]` means no background work is
 running. An Agent that reports background work MUST include it on every state
-update for the session. A malformed list is treated as not reported.
+update for the session.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -3322,7 +3452,7 @@ pub struct UnsupportedProtocolVersionErrorData {
         ::serde_json::Map<::std::string::String, ::serde_json::Value>,
     >,
 }
-/**Notification containing a session update from the agent.
+/**Notification containing a session update from the Agent.
 
 Agents can send session updates at any point while the session exists.
 
@@ -3418,7 +3548,7 @@ Omitted leaves the last reported cost unchanged. `null` clears it. A value repla
 /**A user message has been created or updated.
 
 Agents can send this when they accept or replay a user message. When a
-client receives another `user_message` update with the same `messageId`,
+Client receives another `user_message` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "schemars", derive(::schemars::JsonSchema))]
@@ -3520,7 +3650,7 @@ impl AgentCapabilities {
             meta: ::std::default::Default::default(),
         }
     }
-    #[doc = "Session capabilities supported by the agent.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not support the\n`session/*` methods. Supplying `{}` means the agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
+    #[doc = "Session capabilities supported by the Agent.\n\nOptional. Omitted and `null` are equivalent and mean the Agent does not support the\n`session/*` methods. Supplying `{}` means the Agent supports the\nbaseline session methods: `session/new`, `session/list`,\n`session/resume`, `session/close`, `session/prompt`, `session/cancel`,\nand `session/update`."]
     ///
     /// Sets the optional `session` member (`None` leaves it absent).
     #[must_use]
@@ -3884,7 +4014,7 @@ Omitted and `null` are equivalent and mean the modification time is not reported
         self.last_modified = IntoOption::into_option(last_modified);
         self
     }
-    /**Relative importance of this content when clients choose what to surface, from 0 (least
+    /**Relative importance of this content when Clients choose what to surface, from 0 (least
 important) to 1 (most important).
 
 Omitted and `null` are equivalent and mean no priority is specified.*/
@@ -3950,7 +4080,7 @@ impl AudioContent {
             meta: ::std::default::Default::default(),
         }
     }
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     ///
@@ -4104,7 +4234,7 @@ Omitted and `null` are equivalent and mean no description is provided.*/
         self.description = IntoOption::into_option(description);
         self
     }
-    ///Additional arguments to append to the configured agent invocation for terminal auth.
+    ///Additional arguments to append to the configured Agent invocation for terminal auth.
     ///
     /// Sets the optional `args` member (`None` leaves it absent).
     #[must_use]
@@ -4115,9 +4245,9 @@ Omitted and `null` are equivalent and mean no description is provided.*/
         self.args = IntoOption::into_option(args);
         self
     }
-    /**Additional environment variables to set on the configured agent invocation for terminal auth.
-Names MUST be unique. These values override same-named variables in the
-base launch configuration.*/
+    /**Additional environment variables to set on the configured Agent invocation for terminal auth.
+Names SHOULD be unique, and otherwise the last entry wins. These values override
+same-named variables in the base launch configuration.*/
     ///
     /// Sets the optional `env` member (`None` leaves it absent).
     #[must_use]
@@ -4652,7 +4782,7 @@ impl EmbeddedResource {
             meta: ::std::default::Default::default(),
         }
     }
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     ///
@@ -4887,7 +5017,7 @@ impl IdleStateUpdate {
             error: ::std::default::Default::default(),
         }
     }
-    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the agent is not reporting token\nusage for this state update."]
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nToken usage for completed foreground work.\n\nOptional. Omitted and `null` are equivalent and mean the Agent is not reporting token\nusage for this state update. A repeated or resume snapshot that carries it MUST NOT\nbe counted as additional usage."]
     ///
     /// Sets the optional `usage` member (`None` leaves it absent).
     #[must_use]
@@ -4900,7 +5030,7 @@ impl IdleStateUpdate {
 Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
 background work, not that nothing is running. `[]` means no background work is
 running. An Agent that reports background work MUST include it on every state
-update for the session. A malformed list is treated as not reported.
+update for the session.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     ///
@@ -4926,7 +5056,7 @@ See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2
     }
     /**Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
 
-Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+Optional. Omitted and `null` are equivalent and mean the Agent is not reporting a stop reason.
 
 See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)*/
     ///
@@ -5007,7 +5137,7 @@ Omitted and `null` are equivalent and mean no URI is associated with the image.*
         self.uri = IntoOption::into_option(uri);
         self
     }
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     ///
@@ -5075,7 +5205,7 @@ impl Implementation {
     /**Intended for UI and end-user contexts and optimized to be human-readable
 and easily understood.
 
-If not provided, the name should be used for display.
+If not provided, the name SHOULD be used for display.
 
 Omitted and `null` are equivalent and mean the `name` is used for display.*/
     ///
@@ -5222,11 +5352,11 @@ impl InitializeResponse {
         self.capabilities = IntoOption::into_option(capabilities);
         self
     }
-    /**Authentication methods supported by the agent.
+    /**Authentication methods supported by the Agent.
 
-Optional. Omitted or empty means the agent does not advertise the
+Optional. Omitted or empty means the Agent does not advertise the
 `auth/login` and `auth/logout` methods. Supplying one or more methods means
-the agent MUST support both `auth/login` and `auth/logout`.*/
+the Agent MUST support both `auth/login` and `auth/logout`.*/
     ///
     /// Sets the optional `authMethods` member (`None` leaves it absent).
     #[must_use]
@@ -5348,6 +5478,9 @@ impl SerializeFields for InjectRequest {
         map.serialize_entry("sessionId", &self.session_id)?;
         map.serialize_entry("mode", &self.mode)?;
         map.serialize_entry("content", &self.content)?;
+        if !::std::option::Option::is_none(&self.idempotency_key) {
+            map.serialize_entry("idempotencyKey", &self.idempotency_key)?;
+        }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -5366,8 +5499,20 @@ impl InjectRequest {
             session_id: ::std::convert::Into::into(session_id),
             mode: ::std::convert::Into::into(mode),
             content: ::std::convert::Into::into(content),
+            idempotency_key: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
+    }
+    ///Identifies one `session/inject` submission within this session, with the semantics of `session/prompt`'s `idempotencyKey`: the Client sends the same key on every attempt for the same submission, and a retry of an accepted inject is answered with the original `messageId` without queueing another message. Optional; omitted and `null` mean no key. When present, 1 to 255 characters; any other value is rejected with `-32602`.
+    ///
+    /// Sets the optional `idempotencyKey` member (`None` leaves it absent).
+    #[must_use]
+    pub fn idempotency_key(
+        mut self,
+        idempotency_key: impl IntoOption<IdempotencyKey>,
+    ) -> Self {
+        self.idempotency_key = IntoOption::into_option(idempotency_key);
+        self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
     #[must_use]
@@ -5462,7 +5607,8 @@ impl ListSessionsRequest {
 Only sessions whose `cwd` is this same directory match. Subdirectories and
 `additionalDirectories` don't. Agents MAY normalize paths when comparing.
 
-Omitted and `null` are equivalent and mean sessions are not filtered by working directory.*/
+Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
+Clients keep the same value when following `nextCursor`.*/
     ///
     /// Sets the optional `cwd` member (`None` leaves it absent).
     #[must_use]
@@ -5768,8 +5914,8 @@ impl McpCapabilities {
     }
     /**Agent supports `stdio` MCP servers.
 
-Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-Supplying `{}` means the agent supports stdio MCP server transports.*/
+Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+Supplying `{}` means the Agent supports stdio MCP server transports.*/
     ///
     /// Sets the optional `stdio` member (`None` leaves it absent).
     #[must_use]
@@ -5784,8 +5930,8 @@ Supplying `{}` means the agent supports stdio MCP server transports.*/
     }
     /**Agent supports `http` MCP servers.
 
-Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-Supplying `{}` means the agent supports HTTP MCP server transports.*/
+Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+Supplying `{}` means the Agent supports HTTP MCP server transports.*/
     ///
     /// Sets the optional `http` member (`None` leaves it absent).
     #[must_use]
@@ -5983,7 +6129,7 @@ impl NewSessionRequest {
             meta: ::std::default::Default::default(),
         }
     }
-    /**Additional workspace roots for this session. Each path must be absolute.
+    /**Additional workspace roots for this session. Each path MUST be absolute.
 
 These expand the session's workspace scope without changing `cwd`, which
 remains the base for relative paths. When omitted or empty, no
@@ -5998,7 +6144,7 @@ additional roots are activated for the new session.*/
         self.additional_directories = IntoOption::into_option(additional_directories);
         self
     }
-    ///List of MCP (Model Context Protocol) servers the agent should connect to.
+    ///List of MCP (Model Context Protocol) servers for the Agent to connect to.
     ///
     /// Sets the optional `mcpServers` member (`None` leaves it absent).
     #[must_use]
@@ -6408,6 +6554,9 @@ impl SerializeFields for PromptRequest {
     ) -> Result<(), M::Error> {
         map.serialize_entry("sessionId", &self.session_id)?;
         map.serialize_entry("prompt", &self.prompt)?;
+        if !::std::option::Option::is_none(&self.idempotency_key) {
+            map.serialize_entry("idempotencyKey", &self.idempotency_key)?;
+        }
         if !::std::option::Option::is_none(&self.meta) {
             map.serialize_entry("_meta", &self.meta)?;
         }
@@ -6424,8 +6573,40 @@ impl PromptRequest {
         Self {
             session_id: ::std::convert::Into::into(session_id),
             prompt: ::std::convert::Into::into(prompt),
+            idempotency_key: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
         }
+    }
+    /**Identifies one prompt submission within this session.
+
+Optional. Omitted and `null` are equivalent and mean no key. The Agent then handles
+the prompt without duplicate detection.
+
+The Client generates the key and sends the same key on every attempt for the same
+submission. Agents that advertise `capabilities.session` MUST support the key.
+A retry of a recorded insertion returns the original `messageId` without inserting
+another message.
+
+The Agent MUST recognize the key for as long as it retains the message, including
+across connections and Agent restarts. For a live-only message, it MUST recognize
+the key while the session stays active on a connection. A retry with a forgotten
+key is a new submission, even immediately after reconnecting. If a duplicate
+would matter and the Client cannot rule it out, it SHOULD NOT retry automatically.
+
+When present, the value is an opaque, case-sensitive string of 1 to 255 characters.
+Agents MUST reject any other value with `-32602` (Invalid params) and MUST NOT treat
+it as omitted.
+
+See protocol docs: [Retrying a prompt](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#retrying-a-prompt)*/
+    ///
+    /// Sets the optional `idempotencyKey` member (`None` leaves it absent).
+    #[must_use]
+    pub fn idempotency_key(
+        mut self,
+        idempotency_key: impl IntoOption<IdempotencyKey>,
+    ) -> Self {
+        self.idempotency_key = IntoOption::into_option(idempotency_key);
+        self
     }
     /// Sets the optional `_meta` member (`None` leaves it absent).
     #[must_use]
@@ -6555,6 +6736,45 @@ impl ReplaceInjectResponse {
     pub fn new(message_id: impl ::std::convert::Into<MessageId>) -> Self {
         Self {
             message_id: ::std::convert::Into::into(message_id),
+            meta: ::std::default::Default::default(),
+        }
+    }
+    /// Sets the optional `_meta` member (`None` leaves it absent).
+    #[must_use]
+    pub fn meta(
+        mut self,
+        meta: impl IntoOption<
+            ::serde_json::Map<::std::string::String, ::serde_json::Value>,
+        >,
+    ) -> Self {
+        self.meta = IntoOption::into_option(meta);
+        self
+    }
+}
+fn __tolerant_replaycomplete_meta<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<
+    ::std::option::Option<::serde_json::Map<::std::string::String, ::serde_json::Value>>,
+    D::Error,
+> {
+    __de::object_on_error(deserializer, "ReplayComplete._meta")
+}
+impl SerializeFields for ReplayComplete {
+    fn serialize_fields<M: ::serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        if !::std::option::Option::is_none(&self.meta) {
+            map.serialize_entry("_meta", &self.meta)?;
+        }
+        Ok(())
+    }
+}
+impl ReplayComplete {
+    /// Builds [`ReplayComplete`] with every member absent (or at its default); set them with the setters.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
             meta: ::std::default::Default::default(),
         }
     }
@@ -6783,7 +7003,7 @@ impl RequiresActionStateUpdate {
 Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
 background work, not that nothing is running. `[]` means no background work is
 running. An Agent that reports background work MUST include it on every state
-update for the session. A malformed list is treated as not reported.
+update for the session.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     ///
@@ -6924,7 +7144,7 @@ Omitted and `null` are equivalent and mean no description is provided.*/
         self.description = IntoOption::into_option(description);
         self
     }
-    /**Optional set of sized icons that the client can display in a user interface.
+    /**Optional set of sized icons that the Client can display in a user interface.
 
 Omitted and `null` are equivalent and mean no icons are provided.*/
     ///
@@ -6964,7 +7184,7 @@ Omitted and `null` are equivalent and mean the size is not known.*/
         self.size = IntoOption::into_option(size);
         self
     }
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     ///
@@ -7032,11 +7252,11 @@ impl ResumeSessionRequest {
             meta: ::std::default::Default::default(),
         }
     }
-    /**Additional workspace roots to activate for this session. Each path must be absolute.
+    /**Additional workspace roots to activate for this session. Each path MUST be absolute.
 
 When omitted or empty, no additional roots are activated. When non-empty,
 this is the complete resulting additional-root list for the resumed
-session. It may differ from any previously used or reported list as long as
+session. It MAY differ from any previously used or reported list as long as
 the request `cwd` matches the session's `cwd`.*/
     ///
     /// Sets the optional `additionalDirectories` member (`None` leaves it absent).
@@ -7062,12 +7282,12 @@ NOT restore servers from earlier requests.*/
         self.mcp_servers = IntoOption::into_option(mcp_servers);
         self
     }
-    /**Inclusive cursor describing where conversation replay should begin.
+    /**Inclusive cursor describing where conversation replay begins.
 
-Optional. Omitted and `null` are equivalent and mean the Agent should resume without
-replaying previous conversation history. Replay cursors are inclusive:
+Optional. Omitted and `null` are equivalent, and the Agent MUST NOT replay
+previous conversation history. Replay cursors are inclusive:
 replay includes the position identified by the cursor. Supplying
-`{ "type": "start" }` means the Agent should replay all retained
+`{ "type": "start" }` means the Agent MUST replay all retained
 conversation history before responding.
 
 Agents MUST reject unsupported cursor types or malformed cursor values
@@ -7257,7 +7477,7 @@ impl RunningStateUpdate {
 Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
 background work, not that nothing is running. `[]` means no background work is
 running. An Agent that reports background work MUST include it on every state
-update for the session. A malformed list is treated as not reported.
+update for the session.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     ///
@@ -7437,9 +7657,9 @@ impl SessionCapabilities {
         self.meta = IntoOption::into_option(meta);
         self
     }
-    /**MCP capabilities supported by the agent for session lifecycle requests.
+    /**MCP capabilities supported by the Agent for session lifecycle requests.
 
-Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+Optional. Omitted and `null` are equivalent and mean the Agent does not advertise MCP
 server transport support for sessions.*/
     ///
     /// Sets the optional `mcp` member (`None` leaves it absent).
@@ -7448,7 +7668,7 @@ server transport support for sessions.*/
         self.mcp = IntoOption::into_option(mcp);
         self
     }
-    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the agent supports `session/status`.\n\nOptional. Omitted and `null` are equivalent and mean the agent does not advertise support.\nSupplying `{}` means the agent supports checking session status."]
+    #[doc = "**UNSTABLE**\n\nThis capability is not part of the spec yet, and may be removed or changed at any point.\n\nWhether the Agent supports `session/status`.\n\nOptional. Omitted and `null` are equivalent and mean the Agent does not advertise support.\nSupplying `{}` means the Agent supports checking session status."]
     ///
     /// Sets the optional `status` member (`None` leaves it absent).
     #[must_use]
@@ -7456,13 +7676,13 @@ server transport support for sessions.*/
         self.status = IntoOption::into_option(status);
         self
     }
-    /**Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+    /**Whether the Agent supports `additionalDirectories` on supported session lifecycle requests.
 
-Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-Supplying `{}` means the agent supports `additionalDirectories` on
+Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+Supplying `{}` means the Agent supports `additionalDirectories` on
 supported session lifecycle requests.
 
-Agents may return `SessionInfo.additionalDirectories` to report the
+Agents MAY return `SessionInfo.additionalDirectories` to report the
 complete ordered additional-root list associated with a listed session.*/
     ///
     /// Sets the optional `additionalDirectories` member (`None` leaves it absent).
@@ -7578,7 +7798,7 @@ impl SessionInfo {
             meta: ::std::default::Default::default(),
         }
     }
-    /**Additional workspace roots reported for this session. Each path must be absolute.
+    /**Additional workspace roots reported for this session. Each path MUST be absolute.
 
 When present, this is the complete ordered additional-root list reported
 by the Agent. Omitted and empty values are equivalent: the response
@@ -7828,8 +8048,8 @@ impl SessionStatusResponse {
     /**The session's current foreground state, as the same snapshot the Agent sends in
 `state_update` notifications.
 
-Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
-malformed values mean the Agent is not reporting foreground state, and Clients
+Optional. Agents SHOULD include it when `status` is `open`. Omitted and `null`
+mean the Agent is not reporting foreground state, and Clients
 MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
 MUST NOT count an `idle` snapshot as a new completion.*/
     ///
@@ -7988,7 +8208,7 @@ impl TextContent {
             meta: ::std::default::Default::default(),
         }
     }
-    /**Optional annotations that help clients decide how to display or route this content.
+    /**Optional annotations that help Clients decide how to display or route this content.
 
 Omitted and `null` are equivalent and mean no annotations are provided.*/
     ///
@@ -8275,7 +8495,7 @@ impl ToolCallUpdate {
 
 This field is optional and has patch semantics. Omission means no
 change, `null` clears the name, and a string replaces it. For a tool
-call ID the client has not seen before, omission or `null` means that no
+call ID the Client has not seen before, omission or `null` means that no
 tool name is available.*/
     ///
     /// Sets the optional `name` member (`None` leaves it absent).
@@ -8284,7 +8504,7 @@ tool name is available.*/
         self.name = IntoOption::into_option(name);
         self
     }
-    /**Human-readable title describing what the tool is doing.
+    /**Human-readable plain-text title describing what the tool is doing.
 
 Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
 A new tool call starts without a title.*/
@@ -8296,7 +8516,7 @@ A new tool call starts without a title.*/
         self
     }
     /**The category of tool being invoked.
-Helps clients choose appropriate icons and UI treatment.
+Helps Clients choose appropriate icons and UI treatment.
 
 Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
 A new tool call starts as `other`.*/
@@ -8310,7 +8530,8 @@ A new tool call starts as `other`.*/
     /**Current execution status of the tool call.
 
 Omission leaves the status unchanged, `null` resets it to `pending`, and a value
-replaces it. A new tool call starts as `pending`.*/
+replaces it. A new tool call starts as `pending`. Agents do not move a tool call
+back to `pending` once it has another status.*/
     ///
     /// Sets the optional `status` member (`None` leaves it absent).
     #[must_use]
@@ -8330,7 +8551,7 @@ replaces it. A new tool call starts as `pending`.*/
         self
     }
     /**File locations affected by this tool call.
-Enables "follow-along" features in clients.*/
+Enables "follow-along" features in Clients.*/
     ///
     /// Sets the optional `locations` member (`None` leaves it absent).
     #[must_use]
@@ -8452,7 +8673,7 @@ impl UnknownStateUpdate {
 Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
 background work, not that nothing is running. `[]` means no background work is
 running. An Agent that reports background work MUST include it on every state
-update for the session. A malformed list is treated as not reported.
+update for the session.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
     ///
@@ -8987,7 +9208,7 @@ pub enum AuthMethod {
 
 The `type` discriminator value is `agent`.*/
     Agent(Box<AuthMethodAgent>),
-    /**`terminal`: Client runs the configured agent program as a separate interactive
+    /**`terminal`: Client runs the configured Agent program as a separate interactive
 process, without passing this method to `auth/login`.*/
     Terminal(Box<AuthMethodTerminal>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
@@ -9319,7 +9540,7 @@ impl ::schemars::JsonSchema for SteerInStream {
 }
 /**Configuration for connecting to an MCP (Model Context Protocol) server.
 
-MCP servers provide tools and context that the agent can use when
+MCP servers provide tools and context that the Agent can use when
 processing prompts.
 
 See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)*/
@@ -9395,7 +9616,7 @@ impl ::schemars::JsonSchema for McpServer {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "Configuration for connecting to an MCP (Model Context Protocol) server.\n\nMCP servers provide tools and context that the agent can use when\nprocessing prompts.\n\nSee protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)",
+                    "Configuration for connecting to an MCP (Model Context Protocol) server.\n\nMCP servers provide tools and context that the Agent can use when\nprocessing prompts.\n\nSee protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)",
                     "anyOf" : branches }
                 ),
             )
@@ -9468,7 +9689,7 @@ impl<'de> ::serde::Deserialize<'de> for McpServer {
         deserializer.deserialize_map(Visitor)
     }
 }
-/**Inclusive cursor describing where replayed session history should begin.
+/**Inclusive cursor describing where replayed session history begins.
 
 Replay includes the position identified by the cursor.*/
 #[derive(Clone, Debug, PartialEq)]
@@ -9522,7 +9743,7 @@ impl ::schemars::JsonSchema for ReplayFrom {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "Inclusive cursor describing where replayed session history should begin.\n\nReplay includes the position identified by the cursor.",
+                    "Inclusive cursor describing where replayed session history begins.\n\nReplay includes the position identified by the cursor.",
                     "anyOf" : branches }
                 ),
             )
@@ -9796,7 +10017,9 @@ impl ::schemars::JsonSchema for SessionStatus {
 }
 /**The type of permission option being presented to the user.
 
-Helps clients choose appropriate icons and UI treatment.*/
+If the user selects a `reject_once` or `reject_always` option, the Agent MUST NOT
+perform the requested operation. For `reject_always`, the Agent also remembers
+the rejection for later operations within its scope.*/
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PermissionOptionKind {
     ///`allow_once`: Allow this operation only this time.
@@ -9898,7 +10121,7 @@ impl ::schemars::JsonSchema for PermissionOptionKind {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "The type of permission option being presented to the user.\n\nHelps clients choose appropriate icons and UI treatment.",
+                    "The type of permission option being presented to the user.\n\nIf the user selects a `reject_once` or `reject_always` option, the Agent MUST NOT\nperform the requested operation. For `reject_always`, the Agent also remembers\nthe rejection for later operations within its scope.",
                     "anyOf" : branches }
                 ),
             )
@@ -9909,20 +10132,22 @@ impl ::schemars::JsonSchema for PermissionOptionKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum RequestPermissionOutcome {
     /**`cancelled`: The request was not approved and no option was selected: the session's work was
-cancelled, the user dismissed the prompt, or the client declined it by policy.
+cancelled, the user dismissed the prompt, or the Client declined it by policy.
 Agents MUST NOT proceed with the operation.
 
-The client answers a request the agent cancels with `$/cancel_request` with
-this outcome. After sending `session/cancel`, the client MAY also send it
+The Client answers a request the Agent cancels with `$/cancel_request` with
+this outcome. After sending `session/cancel`, the Client MAY also send it
 without waiting for `$/cancel_request`, for a request it knows belongs to the
 cancelled foreground work.
 
 See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)*/
     Cancelled(Box<CancelledPermissionOutcome>),
-    /**`selected`: The user selected one of the provided options.
+    /**`selected`: The user selected an option. Selection is not approval by itself.
 
-If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-approved.*/
+The Agent MUST match `optionId` against the options it offered in this request.
+For `reject_once` or `reject_always`, the Agent MUST NOT perform the requested
+operation. If no option matches or the Agent does not understand its `kind`,
+the Agent MUST NOT treat the response as approval.*/
     Selected(Box<SelectedPermissionOutcome>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
     Other(Unknown),
@@ -10075,28 +10300,28 @@ pub enum SessionUpdate {
     /**`user_message`: A user message has been created or updated.
 
 Agents can send this when they accept or replay a user message. When a
-client receives another `user_message` update with the same `messageId`,
+Client receives another `user_message` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
     UserMessage(Box<UserMessage>),
     ///`user_message_chunk`: A chunk of the user's message being streamed.
     UserMessageChunk(Box<UserMessageChunk>),
-    /**`agent_message`: An agent message has been created or updated.
+    /**`agent_message`: An Agent message has been created or updated.
 
-Agents can send this in addition to streamed chunks. When a client
+Agents can send this in addition to streamed chunks. When a Client
 receives another `agent_message` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
     AgentMessage(Box<AgentMessage>),
-    ///`agent_message_chunk`: A chunk of the agent's response being streamed.
+    ///`agent_message_chunk`: A chunk of the Agent's response being streamed.
     AgentMessageChunk(Box<AgentMessageChunk>),
     ///`_agent_message_clear`: Clears the content streamed so far for the current agent message (RFD #465); following chunks append from empty. Same operation as an `agent_message` upsert with `content: []`. Written under a `_`-prefixed tag (upstream reserves unprefixed update names for ACP); RFD #465's `agent_message_clear` is read as the same update.
     AgentMessageClear(Box<AgentMessageClear>),
-    /**`agent_thought`: An agent thought or reasoning message has been created or updated.
+    /**`agent_thought`: An Agent thought or reasoning message has been created or updated.
 
-Agents can send this in addition to streamed chunks. When a client
+Agents can send this in addition to streamed chunks. When a Client
 receives another `agent_thought` update with the same `messageId`,
 fields in the new update patch the previous fields for that message.*/
     AgentThought(Box<AgentThought>),
-    ///`agent_thought_chunk`: A chunk of the agent's internal reasoning being streamed.
+    ///`agent_thought_chunk`: A chunk of the Agent's internal reasoning being streamed.
     AgentThoughtChunk(Box<AgentThoughtChunk>),
     ///`state_update`: A snapshot of the session's aggregate foreground activity.
     StateUpdate(Box<StateUpdate>),
@@ -10111,6 +10336,11 @@ See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draf
     UsageUpdate(Box<UsageUpdate>),
     ///`session_info_update`: Session metadata has been updated (title, timestamps, custom metadata)
     SessionInfoUpdate(Box<SessionInfoUpdate>),
+    /**`replay_complete`: The history replay requested by `session/resume` is complete for this session.
+
+Every update for the session between the `session/resume` request and
+this update is replayed history. Every update after it is not.*/
+    ReplayComplete(Box<ReplayComplete>),
     ///`_acp-inject/pending`: Extension (`_acp-inject/pending`): the session's pending injects, whole, in delivery order (steers, then queued, each first in first out). Sent to connections that opted in (client capability `_meta["acp-inject.dev/pending"]`) whenever the list changes and once after `session/resume`.
     AcpInjectPending(Box<PendingInjectsUpdate>),
     ///`_acp-inject/session_closed`: Extension (`_acp-inject/session_closed`): the session was closed (by `session/close` or by the agent). Sent to every attached connection; nothing follows it for this session until it is resumed.
@@ -10137,6 +10367,7 @@ impl SessionUpdate {
             SessionUpdate::PlanUpdate(_) => "plan_update",
             SessionUpdate::UsageUpdate(_) => "usage_update",
             SessionUpdate::SessionInfoUpdate(_) => "session_info_update",
+            SessionUpdate::ReplayComplete(_) => "replay_complete",
             SessionUpdate::AcpInjectPending(_) => "_acp-inject/pending",
             SessionUpdate::AcpInjectSessionClosed(_) => "_acp-inject/session_closed",
             SessionUpdate::Other(u) => u.tag(Self::TAG).unwrap_or(""),
@@ -10206,6 +10437,11 @@ impl From<UsageUpdate> for SessionUpdate {
 impl From<SessionInfoUpdate> for SessionUpdate {
     fn from(value: SessionInfoUpdate) -> Self {
         SessionUpdate::SessionInfoUpdate(Box::new(value))
+    }
+}
+impl From<ReplayComplete> for SessionUpdate {
+    fn from(value: ReplayComplete) -> Self {
+        SessionUpdate::ReplayComplete(Box::new(value))
     }
 }
 impl From<PendingInjectsUpdate> for SessionUpdate {
@@ -10344,6 +10580,15 @@ impl ::schemars::JsonSchema for SessionUpdate {
                     ["sessionUpdate"], "allOf" : [body] }
                 ),
             );
+        let body = generator.subschema_for::<ReplayComplete>();
+        branches
+            .push(
+                ::serde_json::json!(
+                    { "title" : "ReplayComplete", "type" : "object", "properties" : {
+                    "sessionUpdate" : { "const" : "replay_complete" } }, "required" :
+                    ["sessionUpdate"], "allOf" : [body] }
+                ),
+            );
         let body = generator.subschema_for::<PendingInjectsUpdate>();
         branches
             .push(
@@ -10436,6 +10681,10 @@ impl SerializeFields for SessionUpdate {
             }
             SessionUpdate::SessionInfoUpdate(body) => {
                 map.serialize_entry(Self::TAG, "session_info_update")?;
+                body.serialize_fields(map)
+            }
+            SessionUpdate::ReplayComplete(body) => {
+                map.serialize_entry(Self::TAG, "replay_complete")?;
                 body.serialize_fields(map)
             }
             SessionUpdate::AcpInjectPending(body) => {
@@ -10537,6 +10786,10 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
                         __de::body(buffered, map)
                             .map(|body| SessionUpdate::SessionInfoUpdate(Box::new(body)))
                     }
+                    "replay_complete" => {
+                        __de::body(buffered, map)
+                            .map(|body| SessionUpdate::ReplayComplete(Box::new(body)))
+                    }
                     "_acp-inject/pending" => {
                         __de::body(buffered, map)
                             .map(|body| SessionUpdate::AcpInjectPending(Box::new(body)))
@@ -10559,13 +10812,13 @@ impl<'de> ::serde::Deserialize<'de> for SessionUpdate {
 }
 /**A snapshot of the session's aggregate foreground activity.
 
-Foreground work is the agent's active response or workflow in the session,
+Foreground work is the Agent's active response or workflow in the session,
 including model processing, tool execution, and waiting for user action needed
-to continue that work. It can start with a prompt or be agent-initiated, for
+to continue that work. It can start with a prompt or be Agent-initiated, for
 example to pursue an ongoing goal or follow up on a completed background task.
-Either way, the agent MUST report `running` when foreground work starts,
+Either way, the Agent MUST report `running` when foreground work starts,
 or `requires_action` if it starts blocked on user action, and `idle` when it
-ends. The agent SHOULD include a stop reason on that idle update.
+ends. The Agent SHOULD include a stop reason on that idle update.
 Agent-initiated work does not require a prompt request or a synthetic user
 message.
 
@@ -10578,7 +10831,7 @@ while `idle`. Those notifications, including a detached task's progress or
 completion, do not by themselves change this state. A permission request only
 warrants `requires_action` when foreground work is blocked on user action.
 
-The agent SHOULD report `requires_action` when the foreground workflow as a
+The Agent SHOULD report `requires_action` when the foreground workflow as a
 whole cannot progress without user action, including permissions or elicitations.
 Once reported, it MUST report `running` when progress resumes, or `idle` when
 work ends without resuming.
@@ -10590,9 +10843,9 @@ A new session defaults to idle until a state update reports otherwise.
 Resume MUST send a current-state snapshot after any replay and before its
 response. The snapshot reports foreground state after resuming.
 The response alone does not imply idle.
-Repeated snapshots are idempotent, not additional work, completions, or usage.
+Repeated snapshots are idempotent, not additional work or completions.
 A repeated state may carry updated information without another state transition.
-The agent MUST report `idle` when no foreground activity remains. Completing
+The Agent MUST report `idle` when no foreground activity remains. Completing
 an individual activity while other foreground work continues does not require
 an idle boundary. Local commands use the same lifecycle even without model work.
 
@@ -10605,11 +10858,7 @@ pub enum StateUpdate {
     Idle(Box<IdleStateUpdate>),
     ///`requires_action`: Foreground work is blocked on user action.
     RequiresAction(Box<RequiresActionStateUpdate>),
-    /**`unknown`: **UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-The Agent cannot currently determine foreground activity.
+    /**`unknown`: The Agent cannot currently determine foreground activity.
 This replaces previously confirmed activity without ending the work or session.*/
     Unknown(Box<UnknownStateUpdate>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
@@ -10704,7 +10953,7 @@ impl ::schemars::JsonSchema for StateUpdate {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "A snapshot of the session's aggregate foreground activity.\n\nForeground work is the agent's active response or workflow in the session,\nincluding model processing, tool execution, and waiting for user action needed\nto continue that work. It can start with a prompt or be agent-initiated, for\nexample to pursue an ongoing goal or follow up on a completed background task.\nEither way, the agent MUST report `running` when foreground work starts,\nor `requires_action` if it starts blocked on user action, and `idle` when it\nends. The agent SHOULD include a stop reason on that idle update.\nAgent-initiated work does not require a prompt request or a synthetic user\nmessage.\n\n`running` may precede user-message insertion, for example during a foreground\nhook. It is not acknowledgment of insertion, and rejecting a prompt does not\nitself end foreground work.\n\nBackground activity can continue and emit other `session/update` notifications\nwhile `idle`. Those notifications, including a detached task's progress or\ncompletion, do not by themselves change this state. A permission request only\nwarrants `requires_action` when foreground work is blocked on user action.\n\nThe agent SHOULD report `requires_action` when the foreground workflow as a\nwhole cannot progress without user action, including permissions or elicitations.\nOnce reported, it MUST report `running` when progress resumes, or `idle` when\nwork ends without resuming.\nIf other foreground work can progress, the state remains `running`. Resolving\none of several requests does not itself change the state. Agents SHOULD ignore\nresponses for work that has already ended rather than use them to resume it.\n\nA new session defaults to idle until a state update reports otherwise.\nResume MUST send a current-state snapshot after any replay and before its\nresponse. The snapshot reports foreground state after resuming.\nThe response alone does not imply idle.\nRepeated snapshots are idempotent, not additional work, completions, or usage.\nA repeated state may carry updated information without another state transition.\nThe agent MUST report `idle` when no foreground activity remains. Completing\nan individual activity while other foreground work continues does not require\nan idle boundary. Local commands use the same lifecycle even without model work.\n\nSee protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)",
+                    "A snapshot of the session's aggregate foreground activity.\n\nForeground work is the Agent's active response or workflow in the session,\nincluding model processing, tool execution, and waiting for user action needed\nto continue that work. It can start with a prompt or be Agent-initiated, for\nexample to pursue an ongoing goal or follow up on a completed background task.\nEither way, the Agent MUST report `running` when foreground work starts,\nor `requires_action` if it starts blocked on user action, and `idle` when it\nends. The Agent SHOULD include a stop reason on that idle update.\nAgent-initiated work does not require a prompt request or a synthetic user\nmessage.\n\n`running` may precede user-message insertion, for example during a foreground\nhook. It is not acknowledgment of insertion, and rejecting a prompt does not\nitself end foreground work.\n\nBackground activity can continue and emit other `session/update` notifications\nwhile `idle`. Those notifications, including a detached task's progress or\ncompletion, do not by themselves change this state. A permission request only\nwarrants `requires_action` when foreground work is blocked on user action.\n\nThe Agent SHOULD report `requires_action` when the foreground workflow as a\nwhole cannot progress without user action, including permissions or elicitations.\nOnce reported, it MUST report `running` when progress resumes, or `idle` when\nwork ends without resuming.\nIf other foreground work can progress, the state remains `running`. Resolving\none of several requests does not itself change the state. Agents SHOULD ignore\nresponses for work that has already ended rather than use them to resume it.\n\nA new session defaults to idle until a state update reports otherwise.\nResume MUST send a current-state snapshot after any replay and before its\nresponse. The snapshot reports foreground state after resuming.\nThe response alone does not imply idle.\nRepeated snapshots are idempotent, not additional work or completions.\nA repeated state may carry updated information without another state transition.\nThe Agent MUST report `idle` when no foreground activity remains. Completing\nan individual activity while other foreground work continues does not require\nan idle boundary. Local commands use the same lifecycle even without model work.\n\nSee protocol docs: [Session States](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states)",
                     "anyOf" : branches }
                 ),
             )
@@ -10915,7 +11164,8 @@ impl ::schemars::JsonSchema for StopReason {
 Items reference entities the Client already tracks. The Agent MUST announce each item
 before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
 tool call's final status before the snapshot that removes it. Each piece of work is
-listed once: process-backed work is listed as its terminal, not also as its tool call.
+listed once: process-backed work is listed as its terminal, and the Agent MUST NOT
+also list a tool call whose only live work is a listed terminal.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)*/
 #[derive(Clone, Debug, PartialEq)]
@@ -10927,11 +11177,7 @@ Live until its `terminal_update` reports `exitStatus`.*/
 a watcher, a workflow, or a scheduled wakeup. `pending` and `paused` tool calls
 stay listed.*/
     ToolCall(Box<BackgroundToolCall>),
-    /**`subagent`: **UNSTABLE**
-
-This capability is not part of the spec yet, and may be removed or changed at any point.
-
-A detached subagent session that has anything running: its state is not `idle`, or
+    /**`subagent`: A detached subagent session that has anything running: its state is not `idle`, or
 its own `background` list is non-empty or not reported.*/
     Subagent(Box<BackgroundSubagent>),
     /// A variant this version does not know, kept whole (tag included) and re-encoded unchanged.
@@ -11011,7 +11257,7 @@ impl ::schemars::JsonSchema for BackgroundWork {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "One piece of work running independently of the session's foreground work.\n\nItems reference entities the Client already tracks. The Agent MUST announce each item\nbefore the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a\ntool call's final status before the snapshot that removes it. Each piece of work is\nlisted once: process-backed work is listed as its terminal, not also as its tool call.\n\nSee protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)",
+                    "One piece of work running independently of the session's foreground work.\n\nItems reference entities the Client already tracks. The Agent MUST announce each item\nbefore the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a\ntool call's final status before the snapshot that removes it. Each piece of work is\nlisted once: process-backed work is listed as its terminal, and the Agent MUST NOT\nalso list a tool call whose only live work is a listed terminal.\n\nSee protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)",
                     "anyOf" : branches }
                 ),
             )
@@ -11097,7 +11343,7 @@ impl<'de> ::serde::Deserialize<'de> for BackgroundWork {
 }
 /**Categories of tools that can be invoked.
 
-Tool kinds help clients choose appropriate icons and optimize how they
+Tool kinds help Clients choose appropriate icons and optimize how they
 display tool execution progress.
 
 See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)*/
@@ -11229,7 +11475,7 @@ impl ::schemars::JsonSchema for ToolKind {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "Categories of tools that can be invoked.\n\nTool kinds help clients choose appropriate icons and optimize how they\ndisplay tool execution progress.\n\nSee protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)",
+                    "Categories of tools that can be invoked.\n\nTool kinds help Clients choose appropriate icons and optimize how they\ndisplay tool execution progress.\n\nSee protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)",
                     "anyOf" : branches }
                 ),
             )
@@ -11610,11 +11856,11 @@ tasks in the execution plan.
 See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)*/
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PlanEntryPriority {
-    ///`high`: High priority task - critical to the overall goal.
+    ///`high`: High priority task. Critical to the overall goal.
     High,
-    ///`medium`: Medium priority task - important but not critical.
+    ///`medium`: Medium priority task. Important but not critical.
     Medium,
-    ///`low`: Low priority task - nice to have but not essential.
+    ///`low`: Low priority task. Nice to have but not essential.
     Low,
     /// A value this version does not know (values starting with `_` are extensions).
     Other(String),
@@ -11827,7 +12073,7 @@ Content blocks appear in:
   message updates or streamed chunks
 - Progress updates and results from tool calls
 
-This structure is compatible with the Model Context Protocol (MCP), so agents can
+This structure is compatible with the Model Context Protocol (MCP), so Agents can
 forward content from MCP tool outputs without transformation.
 
 See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)*/
@@ -11835,7 +12081,7 @@ See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/c
 pub enum ContentBlock {
     /**`text`: Text content. May be plain text or formatted with Markdown.
 
-All agents MUST support text content blocks in prompts.
+All Agents MUST support text content blocks in prompts.
 Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
 extensions.*/
     Text(Box<TextContent>),
@@ -11849,7 +12095,7 @@ Requires the `audio` prompt capability when included in prompts.*/
     Audio(Box<AudioContent>),
     /**`resource_link`: References to resources that the receiver may be able to read.
 
-All agents MUST support resource links in prompts.*/
+All Agents MUST support resource links in prompts.*/
     ResourceLink(Box<ResourceLink>),
     /**`resource`: Complete resource contents embedded directly in the message.
 
@@ -11963,7 +12209,7 @@ impl ::schemars::JsonSchema for ContentBlock {
         ::serde_json::from_value(
                 ::serde_json::json!(
                     { "description" :
-                    "Content blocks represent displayable information in the Agent Client Protocol.\n\nContent blocks appear in:\n- User prompts sent via `session/prompt`\n- Language model output reported through `session/update` notifications as\n  message updates or streamed chunks\n- Progress updates and results from tool calls\n\nThis structure is compatible with the Model Context Protocol (MCP), so agents can\nforward content from MCP tool outputs without transformation.\n\nSee protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)",
+                    "Content blocks represent displayable information in the Agent Client Protocol.\n\nContent blocks appear in:\n- User prompts sent via `session/prompt`\n- Language model output reported through `session/update` notifications as\n  message updates or streamed chunks\n- Progress updates and results from tool calls\n\nThis structure is compatible with the Model Context Protocol (MCP), so Agents can\nforward content from MCP tool outputs without transformation.\n\nSee protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)",
                     "anyOf" : branches }
                 ),
             )

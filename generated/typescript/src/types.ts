@@ -100,10 +100,10 @@ export type ErrorReason =
   | (string & {});
 
 /**
- * A unique identifier for a conversation session between a client and agent.
+ * A unique identifier for a conversation session between a Client and Agent.
  *
  * Each session has its own context, conversation history, and state, so one
- * agent can run several independent sessions.
+ * Agent can run several independent sessions.
  *
  * See protocol docs: [Session
  * ID](https://agentclientprotocol.com/protocol/v2/draft/session-setup#session-id)
@@ -113,11 +113,22 @@ export type SessionId = string;
 /**
  * Identifier for a message, unique among messages of the same type within a session.
  *
- * Each message type, such as user messages, agent messages, and agent thoughts,
+ * Each message type, such as user messages, Agent messages, and Agent thoughts,
  * has its own ID space: messages of different types may share an ID and remain
  * distinct messages.
  */
 export type MessageId = string;
+
+/**
+ * A key the Client generates to identify one `session/prompt` submission across attempts.
+ *
+ * The key is an opaque, case-sensitive string of 1 to 255 characters. It is scoped to the
+ * session named by the request's `sessionId`.
+ *
+ * See protocol docs: [Retrying a
+ * prompt](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#retrying-a-prompt)
+ */
+export type IdempotencyKey = string;
 
 /** Unique identifier for a tool call within a session. */
 export type ToolCallId = string;
@@ -140,7 +151,7 @@ export type ProtocolVersion = number;
 export type Meta = { [member: string]: unknown } | null;
 
 /**
- * Metadata about the implementation of the client or agent.
+ * Metadata about the implementation of the Client or Agent.
  * Describes the name and version of an ACP implementation, with an optional
  * title for UI representation.
  */
@@ -154,7 +165,7 @@ export interface Implementation {
    * Intended for UI and end-user contexts and optimized to be human-readable
    * and easily understood.
    *
-   * If not provided, the name should be used for display.
+   * If not provided, the name SHOULD be used for display.
    *
    * Omitted and `null` are equivalent and mean the `name` is used for display.
    */
@@ -170,17 +181,17 @@ export interface Implementation {
 /**
  * Request parameters for the initialize method.
  *
- * Sent by the client to establish connection and negotiate capabilities.
+ * Sent by the Client to establish connection and negotiate capabilities.
  *
  * See protocol docs:
  * [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
  */
 export interface InitializeRequest {
-  /** The latest protocol version supported by the client. */
+  /** The latest protocol version supported by the Client. */
   protocolVersion: ProtocolVersion;
   /** Information about the implementation sending this initialize request. */
   info: Implementation;
-  /** Capabilities supported by the client. */
+  /** Capabilities supported by the Client. */
   capabilities?: ClientCapabilities;
   _meta?: Meta;
 }
@@ -188,31 +199,31 @@ export interface InitializeRequest {
 /**
  * Response to the `initialize` method.
  *
- * Contains the negotiated protocol version and agent capabilities.
+ * Contains the negotiated protocol version and Agent capabilities.
  *
  * See protocol docs:
  * [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
  */
 export interface InitializeResponse {
   /**
-   * The highest protocol version supported by the agent that is at or below
-   * the version requested by the client. If no such version exists,
+   * The highest protocol version supported by the Agent that is at or below
+   * the version requested by the Client. If no such version exists,
    * initialization fails with error code -32022.
    *
-   * The client must check that it supports this version and should disconnect
+   * The Client MUST check that it supports this version and SHOULD disconnect
    * if it does not.
    */
   protocolVersion: ProtocolVersion;
   /** Information about the implementation sending this initialize response. */
   info: Implementation;
-  /** Capabilities supported by the agent. */
+  /** Capabilities supported by the Agent. */
   capabilities?: AgentCapabilities;
   /**
-   * Authentication methods supported by the agent.
+   * Authentication methods supported by the Agent.
    *
-   * Optional. Omitted or empty means the agent does not advertise the
+   * Optional. Omitted or empty means the Agent does not advertise the
    * `auth/login` and `auth/logout` methods. Supplying one or more methods means
-   * the agent MUST support both `auth/login` and `auth/logout`.
+   * the Agent MUST support both `auth/login` and `auth/logout`.
    */
   authMethods?: AuthMethod[];
   _meta?: Meta;
@@ -238,7 +249,7 @@ export interface AuthMethodAgent {
 }
 
 /**
- * Client runs the configured agent program as a separate interactive
+ * Client runs the configured Agent program as a separate interactive
  * process, without passing this method to `auth/login`.
  */
 export interface AuthMethodTerminal {
@@ -252,12 +263,12 @@ export interface AuthMethodTerminal {
    * Omitted and `null` are equivalent and mean no description is provided.
    */
   description?: string | null;
-  /** Additional arguments to append to the configured agent invocation for terminal auth. */
+  /** Additional arguments to append to the configured Agent invocation for terminal auth. */
   args?: string[];
   /**
-   * Additional environment variables to set on the configured agent invocation for terminal auth.
-   * Names MUST be unique. These values override same-named variables in the
-   * base launch configuration.
+   * Additional environment variables to set on the configured Agent invocation for terminal auth.
+   * Names SHOULD be unique, and otherwise the last entry wins. These values override
+   * same-named variables in the base launch configuration.
    */
   env?: EnvVariable[];
   _meta?: Meta;
@@ -327,9 +338,9 @@ export interface LogoutAuthResponse {
 }
 
 /**
- * Capabilities supported by the client.
+ * Capabilities supported by the Client.
  *
- * Advertised during initialization to inform the agent about
+ * Advertised during initialization to inform the Agent about
  * available features and methods.
  *
  * See protocol docs: [Client
@@ -340,9 +351,9 @@ export interface ClientCapabilities {
 }
 
 /**
- * Capabilities supported by the agent.
+ * Capabilities supported by the Agent.
  *
- * Advertised during initialization to inform the client about
+ * Advertised during initialization to inform the Client about
  * available features and content types.
  *
  * See protocol docs: [Agent
@@ -350,10 +361,10 @@ export interface ClientCapabilities {
  */
 export interface AgentCapabilities {
   /**
-   * Session capabilities supported by the agent.
+   * Session capabilities supported by the Agent.
    *
-   * Optional. Omitted and `null` are equivalent and mean the agent does not support the
-   * `session/*` methods. Supplying `{}` means the agent supports the
+   * Optional. Omitted and `null` are equivalent and mean the Agent does not support the
+   * `session/*` methods. Supplying `{}` means the Agent supports the
    * baseline session methods: `session/new`, `session/list`,
    * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
    * and `session/update`.
@@ -363,13 +374,13 @@ export interface AgentCapabilities {
 }
 
 /**
- * Session capabilities supported by the agent.
+ * Session capabilities supported by the Agent.
  *
- * Supplying `{}` means the agent supports the baseline session methods:
+ * Supplying `{}` means the Agent supports the baseline session methods:
  * `session/new`, `session/list`, `session/resume`, `session/close`,
  * `session/prompt`, `session/cancel`, and `session/update`.
  *
- * Agents that support sessions **MAY** support additional session methods,
+ * Agents that support sessions MAY support additional session methods,
  * prompt content types, and MCP transports by specifying additional
  * capabilities.
  *
@@ -379,9 +390,9 @@ export interface AgentCapabilities {
 export interface SessionCapabilities {
   _meta?: Meta;
   /**
-   * MCP capabilities supported by the agent for session lifecycle requests.
+   * MCP capabilities supported by the Agent for session lifecycle requests.
    *
-   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+   * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise MCP
    * server transport support for sessions.
    */
   mcp?: McpCapabilities | null;
@@ -390,20 +401,20 @@ export interface SessionCapabilities {
    *
    * This capability is not part of the spec yet, and may be removed or changed at any point.
    *
-   * Whether the agent supports `session/status`.
+   * Whether the Agent supports `session/status`.
    *
-   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-   * Supplying `{}` means the agent supports checking session status.
+   * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+   * Supplying `{}` means the Agent supports checking session status.
    */
   status?: SessionStatusCapabilities | null;
   /**
-   * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+   * Whether the Agent supports `additionalDirectories` on supported session lifecycle requests.
    *
-   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-   * Supplying `{}` means the agent supports `additionalDirectories` on
+   * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+   * Supplying `{}` means the Agent supports `additionalDirectories` on
    * supported session lifecycle requests.
    *
-   * Agents may return `SessionInfo.additionalDirectories` to report the
+   * Agents MAY return `SessionInfo.additionalDirectories` to report the
    * complete ordered additional-root list associated with a listed session.
    */
   additionalDirectories?: SessionAdditionalDirectoriesCapabilities | null;
@@ -441,20 +452,20 @@ export interface PendingCapabilities {
   _meta?: Meta;
 }
 
-/** MCP capabilities supported by the agent for session lifecycle requests. */
+/** MCP capabilities supported by the Agent for session lifecycle requests. */
 export interface McpCapabilities {
   /**
    * Agent supports `stdio` MCP servers.
    *
-   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-   * Supplying `{}` means the agent supports stdio MCP server transports.
+   * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+   * Supplying `{}` means the Agent supports stdio MCP server transports.
    */
   stdio?: { [member: string]: unknown } | null;
   /**
    * Agent supports `http` MCP servers.
    *
-   * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-   * Supplying `{}` means the agent supports HTTP MCP server transports.
+   * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+   * Supplying `{}` means the Agent supports HTTP MCP server transports.
    */
   http?: { [member: string]: unknown } | null;
   _meta?: Meta;
@@ -463,8 +474,8 @@ export interface McpCapabilities {
 /**
  * Capabilities for additional session directories support.
  *
- * Supplying `{}` means the agent supports the `additionalDirectories` field on
- * supported session lifecycle requests. Agents may return
+ * Supplying `{}` means the Agent supports the `additionalDirectories` field on
+ * supported session lifecycle requests. Agents MAY return
  * `SessionInfo.additionalDirectories` in `session/list` to report the
  * complete ordered additional-root list associated with a listed session.
  */
@@ -479,7 +490,7 @@ export interface SessionAdditionalDirectoriesCapabilities {
  *
  * Capabilities for the `session/status` method.
  *
- * Supplying `{}` means the agent supports checking session status.
+ * Supplying `{}` means the Agent supports checking session status.
  */
 export interface SessionStatusCapabilities {
   _meta?: Meta;
@@ -509,14 +520,14 @@ export interface NewSessionRequest {
   /** The working directory for this session. Must be an absolute path. */
   cwd: string;
   /**
-   * Additional workspace roots for this session. Each path must be absolute.
+   * Additional workspace roots for this session. Each path MUST be absolute.
    *
    * These expand the session's workspace scope without changing `cwd`, which
    * remains the base for relative paths. When omitted or empty, no
    * additional roots are activated for the new session.
    */
   additionalDirectories?: string[];
-  /** List of MCP (Model Context Protocol) servers the agent should connect to. */
+  /** List of MCP (Model Context Protocol) servers for the Agent to connect to. */
   mcpServers?: McpServer[];
   _meta?: Meta;
 }
@@ -527,6 +538,9 @@ export interface NewSessionRequest {
  * New sessions default to `idle` until a state update reports otherwise.
  * Updates may arrive before or after this response. Clients MUST NOT overwrite
  * an already-reported state when the response arrives.
+ *
+ * An Agent whose new session is not `idle` MUST send the session's
+ * `state_update` after this response.
  *
  * See protocol docs: [Creating a
  * Session](https://agentclientprotocol.com/protocol/v2/draft/session-setup#creating-a-session)
@@ -547,9 +561,17 @@ export interface NewSessionResponse {
  * Only available when the Agent capabilities include `session.mcp.stdio`.
  */
 export interface McpServerStdio {
-  /** Human-readable name identifying this MCP server. */
+  /**
+   * Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+   *
+   * Agents reject a request with a duplicate `name` with `-32602`.
+   */
   name: string;
-  /** Absolute path to the MCP server executable. */
+  /**
+   * Path to the MCP server executable. Must be an absolute path.
+   *
+   * Agents reject a request with a relative `command` with `-32602`.
+   */
   command: string;
   /** Command-line arguments to pass to the MCP server. */
   args?: string[];
@@ -567,7 +589,11 @@ export interface McpServerStdio {
  * Only available when the Agent capabilities include `session.mcp.http`.
  */
 export interface McpServerHttp {
-  /** Human-readable name identifying this MCP server. */
+  /**
+   * Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+   *
+   * Agents reject a request with a duplicate `name` with `-32602`.
+   */
   name: string;
   /** URL to the MCP server. */
   url: string;
@@ -582,7 +608,7 @@ export interface McpServerHttp {
 /**
  * Configuration for connecting to an MCP (Model Context Protocol) server.
  *
- * MCP servers provide tools and context that the agent can use when
+ * MCP servers provide tools and context that the Agent can use when
  * processing prompts.
  *
  * See protocol docs: [MCP
@@ -632,6 +658,7 @@ export interface ListSessionsRequest {
    * `additionalDirectories` don't. Agents MAY normalize paths when comparing.
    *
    * Omitted and `null` are equivalent and mean sessions are not filtered by working directory.
+   * Clients keep the same value when following `nextCursor`.
    */
   cwd?: string | null;
   /**
@@ -645,7 +672,11 @@ export interface ListSessionsRequest {
 
 /** Response from listing sessions. */
 export interface ListSessionsResponse {
-  /** Array of session information objects. */
+  /**
+   * Array of session information objects.
+   *
+   * Agents SHOULD return the sessions with the most recent activity first.
+   */
   sessions: SessionInfo[];
   /**
    * Opaque cursor token. If present, pass this in the next request's cursor parameter
@@ -663,7 +694,7 @@ export interface SessionInfo {
   /** The working directory for this session. Must be an absolute path. */
   cwd: string;
   /**
-   * Additional workspace roots reported for this session. Each path must be absolute.
+   * Additional workspace roots reported for this session. Each path MUST be absolute.
    *
    * When present, this is the complete ordered additional-root list reported
    * by the Agent. Omitted and empty values are equivalent: the response
@@ -702,11 +733,11 @@ export interface ResumeSessionRequest {
    */
   cwd: string;
   /**
-   * Additional workspace roots to activate for this session. Each path must be absolute.
+   * Additional workspace roots to activate for this session. Each path MUST be absolute.
    *
    * When omitted or empty, no additional roots are activated. When non-empty,
    * this is the complete resulting additional-root list for the resumed
-   * session. It may differ from any previously used or reported list as long as
+   * session. It MAY differ from any previously used or reported list as long as
    * the request `cwd` matches the session's `cwd`.
    */
   additionalDirectories?: string[];
@@ -718,12 +749,12 @@ export interface ResumeSessionRequest {
    */
   mcpServers?: McpServer[];
   /**
-   * Inclusive cursor describing where conversation replay should begin.
+   * Inclusive cursor describing where conversation replay begins.
    *
-   * Optional. Omitted and `null` are equivalent and mean the Agent should resume without
-   * replaying previous conversation history. Replay cursors are inclusive:
+   * Optional. Omitted and `null` are equivalent, and the Agent MUST NOT replay
+   * previous conversation history. Replay cursors are inclusive:
    * replay includes the position identified by the cursor. Supplying
-   * `{ "type": "start" }` means the Agent should replay all retained
+   * `{ "type": "start" }` means the Agent MUST replay all retained
    * conversation history before responding.
    *
    * Agents MUST reject unsupported cursor types or malformed cursor values
@@ -737,7 +768,7 @@ export interface ResumeSessionRequest {
 /**
  * Response from resuming an existing session.
  *
- * The agent MUST send a current `state_update` after any requested history
+ * The Agent MUST send a current `state_update` after any requested history
  * replay and before this response, even without replay. The update reports
  * foreground state after resuming. The response alone does not imply `idle`.
  *
@@ -754,7 +785,7 @@ export interface ReplayFromStart {
 }
 
 /**
- * Inclusive cursor describing where replayed session history should begin.
+ * Inclusive cursor describing where replayed session history begins.
  *
  * Replay includes the position identified by the cursor.
  */
@@ -775,7 +806,7 @@ export interface ReplayFromOther {
 export type KnownReplayFrom = Exclude<ReplayFrom, ReplayFromOther>;
 
 /**
- * Request parameters for sending a user prompt to the agent.
+ * Request parameters for sending a user prompt to the Agent.
  *
  * Contains the user's message and any additional context.
  *
@@ -793,17 +824,42 @@ export interface PromptRequest {
    *
    * The Client MUST adapt its interface according to `PromptCapabilities`.
    *
-   * The client MAY include referenced pieces of context as either
+   * The Client MAY include referenced pieces of context as either
    * `resource` or `resource_link` content blocks.
    *
    * When available, `resource` is preferred
    * as it avoids extra round-trips and allows the message to include
-   * pieces of context from sources the agent may not have access to.
+   * pieces of context from sources the Agent might not have access to.
    *
    * Clients MUST NOT send an empty array. Agents MAY reject one with `-32602` without
    * inserting it.
    */
   prompt: ContentBlock[];
+  /**
+   * Identifies one prompt submission within this session.
+   *
+   * Optional. Omitted and `null` are equivalent and mean no key. The Agent then handles
+   * the prompt without duplicate detection.
+   *
+   * The Client generates the key and sends the same key on every attempt for the same
+   * submission. Agents that advertise `capabilities.session` MUST support the key.
+   * A retry of a recorded insertion returns the original `messageId` without inserting
+   * another message.
+   *
+   * The Agent MUST recognize the key for as long as it retains the message, including
+   * across connections and Agent restarts. For a live-only message, it MUST recognize
+   * the key while the session stays active on a connection. A retry with a forgotten
+   * key is a new submission, even immediately after reconnecting. If a duplicate
+   * would matter and the Client cannot rule it out, it SHOULD NOT retry automatically.
+   *
+   * When present, the value is an opaque, case-sensitive string of 1 to 255 characters.
+   * Agents MUST reject any other value with `-32602` (Invalid params) and MUST NOT treat
+   * it as omitted.
+   *
+   * See protocol docs: [Retrying a
+   * prompt](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#retrying-a-prompt)
+   */
+  idempotencyKey?: IdempotencyKey | null;
   _meta?: Meta;
 }
 
@@ -811,7 +867,7 @@ export interface PromptRequest {
  * Response acknowledging that a user prompt was inserted into the ACP conversation.
  *
  * This response does not indicate that the prompt was merely received or held, nor that the
- * agent has finished processing it.
+ * Agent has finished processing it.
  * Processing and completion are reported through `state_update` session updates.
  *
  * Insertion is the logical addition of a user message with a message ID and a position
@@ -827,7 +883,7 @@ export interface PromptResponse {
    * Required and non-null. Omission and explicit `null` are both invalid.
    *
    * The corresponding user-message session update carries this same identifier and may arrive
-   * before or after this response. Agents must echo the message during the live session, but are
+   * before or after this response. Agents MUST echo the message during the live session, but are
    * not required to retain it. If retained and replayed, the message keeps this identifier.
    */
   messageId: MessageId;
@@ -840,6 +896,14 @@ export interface InjectRequest {
   mode: InjectMode;
   /** The message's content (at least one block). */
   content: ContentBlock[];
+  /**
+   * Identifies one `session/inject` submission within this session, with the semantics of
+   * `session/prompt`'s `idempotencyKey`: the Client sends the same key on every attempt for the
+   * same submission, and a retry of an accepted inject is answered with the original `messageId`
+   * without queueing another message. Optional; omitted and `null` mean no key. When present, 1 to
+   * 255 characters; any other value is rejected with `-32602`.
+   */
+  idempotencyKey?: IdempotencyKey | null;
   _meta?: Meta;
 }
 
@@ -919,13 +983,14 @@ export type SteeringOutcome =
   | (string & {});
 
 /**
- * Notification to cancel a session's foreground work and its prompts not yet inserted.
+ * Cancels the named session's active foreground work and earlier prompts not yet inserted.
+ * It does not cancel later submissions or work in the session's latest `background` list.
  *
  * See protocol docs:
  * [Cancellation](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#cancellation)
  */
 export interface CancelSessionNotification {
-  /** The ID of the session to cancel operations for. */
+  /** The ID of the session whose foreground work to cancel. */
   sessionId: SessionId;
   _meta?: Meta;
 }
@@ -950,7 +1015,8 @@ export interface CancelRequestNotification {
  * The Agent MUST cancel any ongoing work related to the session as if `session/cancel`
  * was called, then free the resources associated with the session. Unlike `session/cancel`,
  * closing also stops the session's background work. After the close response, the Agent
- * sends no other messages for the session on that connection.
+ * sends no notifications or requests for the session on that connection. It still
+ * answers `session/prompt` requests that were pending.
  *
  * Closing a session that does not exist or is not active SHOULD succeed, and Clients SHOULD
  * treat a `-32002` response as a successful close.
@@ -963,7 +1029,7 @@ export interface CancelRequestNotification {
  * Closing also cancels pending `session/prompt` requests whose messages have not
  * been inserted, including held prompts. If closing prevents a prompt's user message from being
  * inserted, the
- * Agent MUST answer that request with `-32800` (Request Cancelled). If the message
+ * Agent MUST answer that request with `-32800` (Request cancelled). If the message
  * has already been inserted, the Agent MUST respond successfully with its
  * `messageId`. Prompt responses need not precede the close response.
  */
@@ -987,7 +1053,7 @@ export interface CloseSessionResponse {
  *
  * Only available if the Agent supports the `session.status` capability.
  *
- * `session/status` MUST NOT have side effects. The Agent does not load, resume, create,
+ * `session/status` MUST NOT have side effects. The Agent does not resume, create,
  * close, or change the session, and does not attach the requesting connection to it.
  * A session the Agent does not know gets `-32002` with the requested `sessionId` in `data`.
  */
@@ -1018,8 +1084,8 @@ export interface SessionStatusResponse {
    * The session's current foreground state, as the same snapshot the Agent sends in
    * `state_update` notifications.
    *
-   * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
-   * malformed values mean the Agent is not reporting foreground state, and Clients
+   * Optional. Agents SHOULD include it when `status` is `open`. Omitted and `null`
+   * mean the Agent is not reporting foreground state, and Clients
    * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
    * MUST NOT count an `idle` snapshot as a new completion.
    */
@@ -1056,7 +1122,7 @@ export type SessionStatus =
 /**
  * Request for user permission to proceed with an operation.
  *
- * Sent when the agent needs authorization before performing a sensitive operation.
+ * Sent when the Agent needs authorization before performing a sensitive operation.
  *
  * See protocol docs: [Requesting
  * Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
@@ -1106,7 +1172,9 @@ export interface PermissionOption {
   optionId: PermissionOptionId;
   /** Human-readable label to display to the user. */
   name: string;
-  /** Hint about the nature of this permission option. */
+  /**
+   * What selecting this option means. Clients can also use it to choose how to display the option.
+   */
   kind: PermissionOptionKind;
   _meta?: Meta;
 }
@@ -1114,7 +1182,9 @@ export interface PermissionOption {
 /**
  * The type of permission option being presented to the user.
  *
- * Helps clients choose appropriate icons and UI treatment.
+ * If the user selects a `reject_once` or `reject_always` option, the Agent MUST NOT
+ * perform the requested operation. For `reject_always`, the Agent also remembers
+ * the rejection for later operations within its scope.
  */
 export type PermissionOptionKind =
   /** Allow this operation only this time. */
@@ -1130,11 +1200,11 @@ export type PermissionOptionKind =
 
 /**
  * The request was not approved and no option was selected: the session's work was
- * cancelled, the user dismissed the prompt, or the client declined it by policy.
+ * cancelled, the user dismissed the prompt, or the Client declined it by policy.
  * Agents MUST NOT proceed with the operation.
  *
- * The client answers a request the agent cancels with `$/cancel_request` with
- * this outcome. After sending `session/cancel`, the client MAY also send it
+ * The Client answers a request the Agent cancels with `$/cancel_request` with
+ * this outcome. After sending `session/cancel`, the Client MAY also send it
  * without waiting for `$/cancel_request`, for a request it knows belongs to the
  * cancelled foreground work.
  *
@@ -1146,13 +1216,15 @@ export interface CancelledPermissionOutcome {
 }
 
 /**
- * The user selected one of the provided options.
+ * The user selected an option. Selection is not approval by itself.
  *
- * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
- * approved.
+ * The Agent MUST match `optionId` against the options it offered in this request.
+ * For `reject_once` or `reject_always`, the Agent MUST NOT perform the requested
+ * operation. If no option matches or the Agent does not understand its `kind`,
+ * the Agent MUST NOT treat the response as approval.
  */
 export interface SelectedPermissionOutcome {
-  /** The ID of the option the user selected. */
+  /** The ID of the option the user selected from this request's `options`. */
   optionId: PermissionOptionId;
   _meta?: Meta;
 }
@@ -1176,7 +1248,7 @@ export interface RequestPermissionOutcomeOther {
 export type KnownRequestPermissionOutcome = Exclude<RequestPermissionOutcome, RequestPermissionOutcomeOther>;
 
 /**
- * Notification containing a session update from the agent.
+ * Notification containing a session update from the Agent.
  *
  * Agents can send session updates at any point while the session exists.
  *
@@ -1195,7 +1267,7 @@ export interface UpdateSessionNotification {
  * A user message has been created or updated.
  *
  * Agents can send this when they accept or replay a user message. When a
- * client receives another `user_message` update with the same `messageId`,
+ * Client receives another `user_message` update with the same `messageId`,
  * fields in the new update patch the previous fields for that message.
  */
 export interface UserMessage {
@@ -1221,9 +1293,9 @@ export interface UserMessageChunk {
 }
 
 /**
- * An agent message has been created or updated.
+ * An Agent message has been created or updated.
  *
- * Agents can send this in addition to streamed chunks. When a client
+ * Agents can send this in addition to streamed chunks. When a Client
  * receives another `agent_message` update with the same `messageId`,
  * fields in the new update patch the previous fields for that message.
  */
@@ -1235,7 +1307,7 @@ export interface AgentMessage {
   _meta?: Meta;
 }
 
-/** A chunk of the agent's response being streamed. */
+/** A chunk of the Agent's response being streamed. */
 export interface AgentMessageChunk {
   /**
    * A unique identifier for the message this chunk belongs to.
@@ -1262,9 +1334,9 @@ export interface AgentMessageClear {
 }
 
 /**
- * An agent thought or reasoning message has been created or updated.
+ * An Agent thought or reasoning message has been created or updated.
  *
- * Agents can send this in addition to streamed chunks. When a client
+ * Agents can send this in addition to streamed chunks. When a Client
  * receives another `agent_thought` update with the same `messageId`,
  * fields in the new update patch the previous fields for that message.
  */
@@ -1276,7 +1348,7 @@ export interface AgentThought {
   _meta?: Meta;
 }
 
-/** A chunk of the agent's internal reasoning being streamed. */
+/** A chunk of the Agent's internal reasoning being streamed. */
 export interface AgentThoughtChunk {
   /**
    * A unique identifier for the message this chunk belongs to.
@@ -1299,12 +1371,12 @@ export interface ToolCallUpdate {
    *
    * This field is optional and has patch semantics. Omission means no
    * change, `null` clears the name, and a string replaces it. For a tool
-   * call ID the client has not seen before, omission or `null` means that no
+   * call ID the Client has not seen before, omission or `null` means that no
    * tool name is available.
    */
   name?: string | null;
   /**
-   * Human-readable title describing what the tool is doing.
+   * Human-readable plain-text title describing what the tool is doing.
    *
    * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
    * A new tool call starts without a title.
@@ -1312,7 +1384,7 @@ export interface ToolCallUpdate {
   title?: string | null;
   /**
    * The category of tool being invoked.
-   * Helps clients choose appropriate icons and UI treatment.
+   * Helps Clients choose appropriate icons and UI treatment.
    *
    * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
    * A new tool call starts as `other`.
@@ -1322,14 +1394,15 @@ export interface ToolCallUpdate {
    * Current execution status of the tool call.
    *
    * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
-   * replaces it. A new tool call starts as `pending`.
+   * replaces it. A new tool call starts as `pending`. Agents do not move a tool call
+   * back to `pending` once it has another status.
    */
   status?: ToolCallStatus | null;
   /** Content produced by the tool call. */
   content?: ToolCallContent[] | null;
   /**
    * File locations affected by this tool call.
-   * Enables "follow-along" features in clients.
+   * Enables "follow-along" features in Clients.
    */
   locations?: Array<{ [member: string]: unknown }> | null;
   /** Raw input parameters sent to the tool. */
@@ -1353,7 +1426,7 @@ export interface ToolCallContentChunk {
  * See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v2/draft/agent-plan)
  */
 export interface PlanUpdate {
-  /** The updated plan content. */
+  /** Replaces the whole plan with this `planId`, even if its `type` changes. */
   plan: PlanUpdateContent;
   _meta?: Meta;
 }
@@ -1379,6 +1452,16 @@ export interface SessionInfoUpdate {
   title?: Patch<string>;
   /** RFC 3339 timestamp of last activity. Set to null to clear. */
   updatedAt?: Patch<string>;
+  _meta?: Meta;
+}
+
+/**
+ * The history replay requested by `session/resume` is complete for this session.
+ *
+ * Every update for the session between the `session/resume` request and
+ * this update is replayed history. Every update after it is not.
+ */
+export interface ReplayComplete {
   _meta?: Meta;
 }
 
@@ -1424,6 +1507,7 @@ export type SessionUpdate =
   | ({ sessionUpdate: "plan_update" } & PlanUpdate)
   | ({ sessionUpdate: "usage_update" } & UsageUpdate)
   | ({ sessionUpdate: "session_info_update" } & SessionInfoUpdate)
+  | ({ sessionUpdate: "replay_complete" } & ReplayComplete)
   | ({ sessionUpdate: "_acp-inject/pending" } & PendingInjectsUpdate)
   | ({ sessionUpdate: "_acp-inject/session_closed" } & SessionClosedUpdate)
   | SessionUpdateOther;
@@ -1456,7 +1540,7 @@ export interface RunningStateUpdate {
    * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
    * background work, not that nothing is running. `[]` means no background work is
    * running. An Agent that reports background work MUST include it on every state
-   * update for the session. A malformed list is treated as not reported.
+   * update for the session.
    *
    * See protocol docs: [Background
    * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
@@ -1474,8 +1558,9 @@ export interface IdleStateUpdate {
    *
    * Token usage for completed foreground work.
    *
-   * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
-   * usage for this state update.
+   * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting token
+   * usage for this state update. A repeated or resume snapshot that carries it MUST NOT
+   * be counted as additional usage.
    */
   usage?: Usage | null;
   /**
@@ -1484,7 +1569,7 @@ export interface IdleStateUpdate {
    * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
    * background work, not that nothing is running. `[]` means no background work is
    * running. An Agent that reports background work MUST include it on every state
-   * update for the session. A malformed list is treated as not reported.
+   * update for the session.
    *
    * See protocol docs: [Background
    * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
@@ -1495,8 +1580,7 @@ export interface IdleStateUpdate {
    * Why foreground work stopped. The value selects one of this type's variants, which may add
    * fields of their own.
    *
-   * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason;
-   * a malformed value is treated the same way.
+   * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting a stop reason.
    *
    * See protocol docs: [Stop
    * Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
@@ -1517,7 +1601,7 @@ export interface RequiresActionStateUpdate {
    * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
    * background work, not that nothing is running. `[]` means no background work is
    * running. An Agent that reports background work MUST include it on every state
-   * update for the session. A malformed list is treated as not reported.
+   * update for the session.
    *
    * See protocol docs: [Background
    * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
@@ -1527,10 +1611,6 @@ export interface RequiresActionStateUpdate {
 }
 
 /**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
  * The Agent cannot currently determine foreground activity.
  * This replaces previously confirmed activity without ending the work or session.
  */
@@ -1541,7 +1621,7 @@ export interface UnknownStateUpdate {
    * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
    * background work, not that nothing is running. `[]` means no background work is
    * running. An Agent that reports background work MUST include it on every state
-   * update for the session. A malformed list is treated as not reported.
+   * update for the session.
    *
    * See protocol docs: [Background
    * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
@@ -1553,13 +1633,13 @@ export interface UnknownStateUpdate {
 /**
  * A snapshot of the session's aggregate foreground activity.
  *
- * Foreground work is the agent's active response or workflow in the session,
+ * Foreground work is the Agent's active response or workflow in the session,
  * including model processing, tool execution, and waiting for user action needed
- * to continue that work. It can start with a prompt or be agent-initiated, for
+ * to continue that work. It can start with a prompt or be Agent-initiated, for
  * example to pursue an ongoing goal or follow up on a completed background task.
- * Either way, the agent MUST report `running` when foreground work starts,
+ * Either way, the Agent MUST report `running` when foreground work starts,
  * or `requires_action` if it starts blocked on user action, and `idle` when it
- * ends. The agent SHOULD include a stop reason on that idle update.
+ * ends. The Agent SHOULD include a stop reason on that idle update.
  * Agent-initiated work does not require a prompt request or a synthetic user
  * message.
  *
@@ -1572,7 +1652,7 @@ export interface UnknownStateUpdate {
  * completion, do not by themselves change this state. A permission request only
  * warrants `requires_action` when foreground work is blocked on user action.
  *
- * The agent SHOULD report `requires_action` when the foreground workflow as a
+ * The Agent SHOULD report `requires_action` when the foreground workflow as a
  * whole cannot progress without user action, including permissions or elicitations.
  * Once reported, it MUST report `running` when progress resumes, or `idle` when
  * work ends without resuming.
@@ -1584,9 +1664,9 @@ export interface UnknownStateUpdate {
  * Resume MUST send a current-state snapshot after any replay and before its
  * response. The snapshot reports foreground state after resuming.
  * The response alone does not imply idle.
- * Repeated snapshots are idempotent, not additional work, completions, or usage.
+ * Repeated snapshots are idempotent, not additional work or completions.
  * A repeated state may carry updated information without another state transition.
- * The agent MUST report `idle` when no foreground activity remains. Completing
+ * The Agent MUST report `idle` when no foreground activity remains. Completing
  * an individual activity while other foreground work continues does not require
  * an idle boundary. Local commands use the same lifecycle even without model work.
  *
@@ -1664,10 +1744,6 @@ export interface BackgroundToolCall {
 }
 
 /**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
  * A detached subagent session that has anything running: its state is not `idle`, or
  * its own `background` list is non-empty or not reported.
  */
@@ -1683,7 +1759,8 @@ export interface BackgroundSubagent {
  * Items reference entities the Client already tracks. The Agent MUST announce each item
  * before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
  * tool call's final status before the snapshot that removes it. Each piece of work is
- * listed once: process-backed work is listed as its terminal, not also as its tool call.
+ * listed once: process-backed work is listed as its terminal, and the Agent MUST NOT
+ * also list a tool call whose only live work is a listed terminal.
  *
  * See protocol docs: [Background
  * Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
@@ -1756,7 +1833,7 @@ export interface Cost {
 /**
  * Categories of tools that can be invoked.
  *
- * Tool kinds help clients choose appropriate icons and optimize how they
+ * Tool kinds help Clients choose appropriate icons and optimize how they
  * display tool execution progress.
  *
  * See protocol docs:
@@ -1858,8 +1935,8 @@ export interface PlanItems {
   /**
    * The list of tasks to be accomplished.
    *
-   * When updating an item-based plan, the agent must send a complete list of all entries
-   * with their current status. The client replaces that plan with each update.
+   * The Agent MUST send all entries with their current status.
+   * The Client MUST replace the checklist with this `planId` on each update.
    */
   entries: PlanEntry[];
   _meta?: Meta;
@@ -1891,7 +1968,10 @@ export type KnownPlanUpdateContent = Exclude<PlanUpdateContent, PlanUpdateConten
  * Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 export interface PlanEntry {
-  /** Human-readable description of what this task aims to accomplish. */
+  /**
+   * Human-readable description of what this task aims to accomplish.
+   * May contain Markdown.
+   */
   content: string;
   /**
    * The relative importance of this task.
@@ -1912,11 +1992,11 @@ export interface PlanEntry {
  * Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 export type PlanEntryPriority =
-  /** High priority task - critical to the overall goal. */
+  /** High priority task. Critical to the overall goal. */
   | "high"
-  /** Medium priority task - important but not critical. */
+  /** Medium priority task. Important but not critical. */
   | "medium"
-  /** Low priority task - nice to have but not essential. */
+  /** Low priority task. Nice to have but not essential. */
   | "low"
   /** Any other value (open enum): newer peers may send values this version does not know. */
   | (string & {});
@@ -1943,7 +2023,7 @@ export type PlanEntryStatus =
 /**
  * Text content. May be plain text or formatted with Markdown.
  *
- * All agents MUST support text content blocks in prompts.
+ * All Agents MUST support text content blocks in prompts.
  * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
  * extensions.
  */
@@ -1951,7 +2031,7 @@ export interface TextContent {
   /** Text payload carried by this content block. */
   text: string;
   /**
-   * Optional annotations that help clients decide how to display or route this content.
+   * Optional annotations that help Clients decide how to display or route this content.
    *
    * Omitted and `null` are equivalent and mean no annotations are provided.
    */
@@ -1976,7 +2056,7 @@ export interface ImageContent {
    */
   uri?: string | null;
   /**
-   * Optional annotations that help clients decide how to display or route this content.
+   * Optional annotations that help Clients decide how to display or route this content.
    *
    * Omitted and `null` are equivalent and mean no annotations are provided.
    */
@@ -1995,7 +2075,7 @@ export interface AudioContent {
   /** MIME type describing the encoded media payload. */
   mimeType: string;
   /**
-   * Optional annotations that help clients decide how to display or route this content.
+   * Optional annotations that help Clients decide how to display or route this content.
    *
    * Omitted and `null` are equivalent and mean no annotations are provided.
    */
@@ -2006,7 +2086,7 @@ export interface AudioContent {
 /**
  * References to resources that the receiver may be able to read.
  *
- * All agents MUST support resource links in prompts.
+ * All Agents MUST support resource links in prompts.
  */
 export interface ResourceLink {
   /** Human-readable name shown for this protocol object. */
@@ -2026,7 +2106,7 @@ export interface ResourceLink {
    */
   description?: string | null;
   /**
-   * Optional set of sized icons that the client can display in a user interface.
+   * Optional set of sized icons that the Client can display in a user interface.
    *
    * Omitted and `null` are equivalent and mean no icons are provided.
    */
@@ -2044,7 +2124,7 @@ export interface ResourceLink {
    */
   size?: number | null;
   /**
-   * Optional annotations that help clients decide how to display or route this content.
+   * Optional annotations that help Clients decide how to display or route this content.
    *
    * Omitted and `null` are equivalent and mean no annotations are provided.
    */
@@ -2063,7 +2143,7 @@ export interface EmbeddedResource {
   /** Embedded resource payload, either text or binary data. */
   resource: EmbeddedResourceResource;
   /**
-   * Optional annotations that help clients decide how to display or route this content.
+   * Optional annotations that help Clients decide how to display or route this content.
    *
    * Omitted and `null` are equivalent and mean no annotations are provided.
    */
@@ -2080,7 +2160,7 @@ export interface EmbeddedResource {
  * message updates or streamed chunks
  * - Progress updates and results from tool calls
  *
- * This structure is compatible with the Model Context Protocol (MCP), so agents can
+ * This structure is compatible with the Model Context Protocol (MCP), so Agents can
  * forward content from MCP tool outputs without transformation.
  *
  * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
@@ -2139,7 +2219,7 @@ export interface BlobResourceContents {
 }
 
 /**
- * Optional annotations for the client. The client can use annotations to inform how objects are
+ * Optional annotations for the Client. The Client can use annotations to inform how objects are
  * used or displayed
  */
 export interface Annotations {
@@ -2158,7 +2238,7 @@ export interface Annotations {
    */
   lastModified?: string | null;
   /**
-   * Relative importance of this content when clients choose what to surface, from 0 (least
+   * Relative importance of this content when Clients choose what to surface, from 0 (least
    * important) to 1 (most important).
    *
    * Omitted and `null` are equivalent and mean no priority is specified.

@@ -53,6 +53,8 @@ export const ErrorObject$: d.Decoder<T.ErrorObject> = d.struct<T.ErrorObject>("E
   { member: "code", equals: -32022, require: ["data"], members: { message: d.constant("Unsupported protocol version"), data: UnsupportedProtocolVersionErrorData$ } },
 ]);
 
+export const IdempotencyKey$: d.Decoder<T.IdempotencyKey> = d.string();
+
 export const ToolCallId$: d.Decoder<T.ToolCallId> = d.string();
 
 export const PermissionOptionId$: d.Decoder<T.PermissionOptionId> = d.string();
@@ -392,6 +394,7 @@ export const ContentBlock$: d.Decoder<T.ContentBlock> = d.tagged<T.ContentBlock>
 export const PromptRequest$: d.Decoder<T.PromptRequest> = d.struct<T.PromptRequest>("PromptRequest", {
   sessionId: { decode: SessionId$, required: true },
   prompt: { decode: d.array(ContentBlock$, { minItems: 1 }), required: true },
+  idempotencyKey: { decode: d.nullable(IdempotencyKey$) },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -404,6 +407,7 @@ export const InjectRequest$: d.Decoder<T.InjectRequest> = d.struct<T.InjectReque
   sessionId: { decode: SessionId$, required: true },
   mode: { decode: InjectMode$, required: true },
   content: { decode: d.array(ContentBlock$, { minItems: 1 }), required: true },
+  idempotencyKey: { decode: d.nullable(IdempotencyKey$) },
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
@@ -798,6 +802,10 @@ export const SessionInfoUpdate$: d.Decoder<T.SessionInfoUpdate> = d.struct<T.Ses
   _meta: { decode: Meta$, defaultOnError: true },
 });
 
+export const ReplayComplete$: d.Decoder<T.ReplayComplete> = d.struct<T.ReplayComplete>("ReplayComplete", {
+  _meta: { decode: Meta$, defaultOnError: true },
+});
+
 export const PendingInject$: d.Decoder<T.PendingInject> = d.struct<T.PendingInject>("PendingInject", {
   messageId: { decode: MessageId$, required: true },
   mode: { decode: InjectMode$, required: true },
@@ -815,7 +823,7 @@ export const SessionClosedUpdate$: d.Decoder<T.SessionClosedUpdate> = d.struct<T
 });
 
 /** The known tags of `SessionUpdate`. */
-export const SessionUpdateTags = ["user_message", "user_message_chunk", "agent_message", "agent_message_chunk", "_agent_message_clear", "agent_thought", "agent_thought_chunk", "state_update", "tool_call_update", "tool_call_content_chunk", "plan_update", "usage_update", "session_info_update", "_acp-inject/pending", "_acp-inject/session_closed"] as const;
+export const SessionUpdateTags = ["user_message", "user_message_chunk", "agent_message", "agent_message_chunk", "_agent_message_clear", "agent_thought", "agent_thought_chunk", "state_update", "tool_call_update", "tool_call_content_chunk", "plan_update", "usage_update", "session_info_update", "replay_complete", "_acp-inject/pending", "_acp-inject/session_closed"] as const;
 
 /** Whether a decoded `SessionUpdate` is one of the known variants (then its tag narrows it). */
 export function isKnownSessionUpdate(value: T.SessionUpdate): value is T.KnownSessionUpdate {
@@ -839,6 +847,7 @@ export const SessionUpdate$: d.Decoder<T.SessionUpdate> = d.tagged<T.SessionUpda
     "plan_update": PlanUpdate$,
     "usage_update": UsageUpdate$,
     "session_info_update": SessionInfoUpdate$,
+    "replay_complete": ReplayComplete$,
     "_acp-inject/pending": PendingInjectsUpdate$,
     "_acp-inject/session_closed": SessionClosedUpdate$,
   },
@@ -889,6 +898,11 @@ export function decodeSessionId(value: unknown, options?: d.DecodeOptions): T.Se
 /** Checks a `MessageId`; throws a `ValidationError` naming the offending member. */
 export function decodeMessageId(value: unknown, options?: d.DecodeOptions): T.MessageId {
   return d.run(MessageId$, value, options);
+}
+
+/** Checks a `IdempotencyKey`; throws a `ValidationError` naming the offending member. */
+export function decodeIdempotencyKey(value: unknown, options?: d.DecodeOptions): T.IdempotencyKey {
+  return d.run(IdempotencyKey$, value, options);
 }
 
 /** Checks a `ToolCallId`; throws a `ValidationError` naming the offending member. */
@@ -1290,6 +1304,7 @@ export const decoders = {
   ErrorReason: ErrorReason$,
   SessionId: SessionId$,
   MessageId: MessageId$,
+  IdempotencyKey: IdempotencyKey$,
   ToolCallId: ToolCallId$,
   PermissionOptionId: PermissionOptionId$,
   ProtocolVersion: ProtocolVersion$,

@@ -338,7 +338,7 @@ __all__.append("ModelStream")
 MessageId = str
 """Identifier for a message, unique among messages of the same type within a session.
 
-Each message type, such as user messages, agent messages, and agent thoughts,
+Each message type, such as user messages, Agent messages, and Agent thoughts,
 has its own ID space: messages of different types may share an ID and remain
 distinct messages.
 """
@@ -357,10 +357,10 @@ Non-breaking changes should be introduced via capabilities.
 
 
 SessionId = str
-"""A unique identifier for a conversation session between a client and agent.
+"""A unique identifier for a conversation session between a Client and Agent.
 
 Each session has its own context, conversation history, and state, so one
-agent can run several independent sessions.
+Agent can run several independent sessions.
 
 See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/v2/draft/session-setup#session-id)
 """
@@ -458,7 +458,9 @@ __all__.append("SessionStatus")
 class PermissionOptionKind(OpenWireEnum):
     """The type of permission option being presented to the user.
 
-    Helps clients choose appropriate icons and UI treatment.
+    If the user selects a `reject_once` or `reject_always` option, the Agent MUST NOT
+    perform the requested operation. For `reject_always`, the Agent also remembers
+    the rejection for later operations within its scope.
     """
 
     ALLOW_ONCE = "allow_once"
@@ -505,7 +507,7 @@ __all__.append("StopReason")
 class ToolKind(OpenWireEnum):
     """Categories of tools that can be invoked.
 
-    Tool kinds help clients choose appropriate icons and optimize how they
+    Tool kinds help Clients choose appropriate icons and optimize how they
     display tool execution progress.
 
     See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
@@ -588,13 +590,13 @@ class PlanEntryPriority(OpenWireEnum):
     """
 
     HIGH = "high"
-    """`high`: High priority task - critical to the overall goal."""
+    """`high`: High priority task. Critical to the overall goal."""
 
     MEDIUM = "medium"
-    """`medium`: Medium priority task - important but not critical."""
+    """`medium`: Medium priority task. Important but not critical."""
 
     LOW = "low"
-    """`low`: Low priority task - nice to have but not essential."""
+    """`low`: Low priority task. Nice to have but not essential."""
 
 
 __all__.append("PlanEntryPriority")
@@ -1519,15 +1521,15 @@ __all__.append("ConnectOptions")
 
 
 class AgentCapabilities(Record, frozen=True):
-    """Capabilities supported by the agent.
+    """Capabilities supported by the Agent.
 
-    Advertised during initialization to inform the client about
+    Advertised during initialization to inform the Client about
     available features and content types.
 
     See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
 
     Attributes:
-        session: Session capabilities supported by the agent.
+        session: Session capabilities supported by the Agent.
         meta: 
     """
 
@@ -1539,9 +1541,9 @@ __all__.append("AgentCapabilities")
 
 
 class AgentMessage(Variant, frozen=True):
-    """An agent message has been created or updated.
+    """An Agent message has been created or updated.
 
-    Agents can send this in addition to streamed chunks. When a client
+    Agents can send this in addition to streamed chunks. When a Client
     receives another `agent_message` update with the same `messageId`,
     fields in the new update patch the previous fields for that message.
 
@@ -1560,7 +1562,7 @@ __all__.append("AgentMessage")
 
 
 class AgentMessageChunk(Variant, frozen=True):
-    """A chunk of the agent's response being streamed.
+    """A chunk of the Agent's response being streamed.
 
     Attributes:
         message_id: 
@@ -1592,9 +1594,9 @@ __all__.append("AgentMessageClear")
 
 
 class AgentThought(Variant, frozen=True):
-    """An agent thought or reasoning message has been created or updated.
+    """An Agent thought or reasoning message has been created or updated.
 
-    Agents can send this in addition to streamed chunks. When a client
+    Agents can send this in addition to streamed chunks. When a Client
     receives another `agent_thought` update with the same `messageId`,
     fields in the new update patch the previous fields for that message.
 
@@ -1613,7 +1615,7 @@ __all__.append("AgentThought")
 
 
 class AgentThoughtChunk(Variant, frozen=True):
-    """A chunk of the agent's internal reasoning being streamed.
+    """A chunk of the Agent's internal reasoning being streamed.
 
     Attributes:
         message_id: 
@@ -1630,12 +1632,12 @@ __all__.append("AgentThoughtChunk")
 
 
 class Annotations(Record, frozen=True):
-    """Optional annotations for the client. The client can use annotations to inform how objects are used or displayed
+    """Optional annotations for the Client. The Client can use annotations to inform how objects are used or displayed
 
     Attributes:
         audience: Intended recipients for this content, such as the user or assistant.
         last_modified: Timestamp indicating when the underlying resource was last modified.
-        priority: Relative importance of this content when clients choose what to surface, from 0 (least important) to 1 (most important).
+        priority: Relative importance of this content when Clients choose what to surface, from 0 (least important) to 1 (most important).
         meta: 
     """
 
@@ -1656,7 +1658,7 @@ class AudioContent(Variant, frozen=True):
     Attributes:
         data: Base64-encoded media payload.
         mime_type: MIME type describing the encoded media payload.
-        annotations: Optional annotations that help clients decide how to display or route this content.
+        annotations: Optional annotations that help Clients decide how to display or route this content.
         meta: 
     """
 
@@ -1691,15 +1693,15 @@ __all__.append("AuthMethodAgent")
 
 
 class AuthMethodTerminal(Variant, frozen=True):
-    """Client runs the configured agent program as a separate interactive
+    """Client runs the configured Agent program as a separate interactive
     process, without passing this method to `auth/login`.
 
     Attributes:
         method_id: Unique identifier for this authentication method.
         name: Human-readable name of the authentication method.
         description: Optional human-readable description of this authentication method.
-        args: Additional arguments to append to the configured agent invocation for terminal auth.
-        env: Additional environment variables to set on the configured agent invocation for terminal auth. Names MUST be unique. These values override same-named variables in the base launch configuration.
+        args: Additional arguments to append to the configured Agent invocation for terminal auth.
+        env: Additional environment variables to set on the configured Agent invocation for terminal auth. Names SHOULD be unique, and otherwise the last entry wins. These values override same-named variables in the base launch configuration.
         meta: 
     """
 
@@ -1715,11 +1717,7 @@ __all__.append("AuthMethodTerminal")
 
 
 class BackgroundSubagent(Variant, frozen=True):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    A detached subagent session that has anything running: its state is not `idle`, or
+    """A detached subagent session that has anything running: its state is not `idle`, or
     its own `background` list is non-empty or not reported.
 
     Attributes:
@@ -1788,11 +1786,11 @@ __all__.append("BlobResourceContents")
 
 class CancelledPermissionOutcome(Variant, frozen=True):
     """The request was not approved and no option was selected: the session's work was
-    cancelled, the user dismissed the prompt, or the client declined it by policy.
+    cancelled, the user dismissed the prompt, or the Client declined it by policy.
     Agents MUST NOT proceed with the operation.
 
-    The client answers a request the agent cancels with `$/cancel_request` with
-    this outcome. After sending `session/cancel`, the client MAY also send it
+    The Client answers a request the Agent cancels with `$/cancel_request` with
+    this outcome. After sending `session/cancel`, the Client MAY also send it
     without waiting for `$/cancel_request`, for a request it knows belongs to the
     cancelled foreground work.
 
@@ -1834,7 +1832,7 @@ class EmbeddedResource(Variant, frozen=True):
 
     Attributes:
         resource: 
-        annotations: Optional annotations that help clients decide how to display or route this content.
+        annotations: Optional annotations that help Clients decide how to display or route this content.
         meta: 
     """
 
@@ -1910,7 +1908,7 @@ class ImageContent(Variant, frozen=True):
         data: Base64-encoded media payload.
         mime_type: MIME type describing the encoded media payload.
         uri: URI associated with this resource or media payload.
-        annotations: Optional annotations that help clients decide how to display or route this content.
+        annotations: Optional annotations that help Clients decide how to display or route this content.
         meta: 
     """
 
@@ -1925,7 +1923,7 @@ __all__.append("ImageContent")
 
 
 class Implementation(Record, frozen=True):
-    """Metadata about the implementation of the client or agent.
+    """Metadata about the implementation of the Client or Agent.
     Describes the name and version of an ACP implementation, with an optional
     title for UI representation.
 
@@ -1948,7 +1946,7 @@ __all__.append("Implementation")
 class InitializeResponse(Variant, frozen=True):
     """Response to the `initialize` method.
 
-    Contains the negotiated protocol version and agent capabilities.
+    Contains the negotiated protocol version and Agent capabilities.
 
     See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
 
@@ -1956,7 +1954,7 @@ class InitializeResponse(Variant, frozen=True):
         protocol_version: 
         info: 
         capabilities: 
-        auth_methods: Authentication methods supported by the agent.
+        auth_methods: Authentication methods supported by the Agent.
         meta: 
     """
 
@@ -1990,7 +1988,7 @@ __all__.append("InjectCapabilities")
 
 
 class McpCapabilities(Record, frozen=True):
-    """MCP capabilities supported by the agent for session lifecycle requests.
+    """MCP capabilities supported by the Agent for session lifecycle requests.
 
     Attributes:
         stdio: Agent supports `stdio` MCP servers.
@@ -2012,7 +2010,7 @@ class McpServerHttp(Variant, frozen=True):
     Only available when the Agent capabilities include `session.mcp.http`.
 
     Attributes:
-        name: Human-readable name identifying this MCP server.
+        name: Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
         url: URL to the MCP server.
         headers: HTTP headers to set when making requests to the MCP server. Headers the MCP transport defines are owned by the transport, and Agents use the transport's values for them.
         meta: 
@@ -2033,8 +2031,8 @@ class McpServerStdio(Variant, frozen=True):
     Only available when the Agent capabilities include `session.mcp.stdio`.
 
     Attributes:
-        name: Human-readable name identifying this MCP server.
-        command: Absolute path to the MCP server executable.
+        name: Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+        command: Path to the MCP server executable. Must be an absolute path.
         args: Command-line arguments to pass to the MCP server.
         env: Environment variables to set when launching the MCP server. Names SHOULD be unique. Agents MAY reject duplicates with `-32602`, and otherwise the last entry wins.
         meta: 
@@ -2126,7 +2124,7 @@ class PlanEntry(Record, frozen=True):
     See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
 
     Attributes:
-        content: Human-readable description of what this task aims to accomplish.
+        content: Human-readable description of what this task aims to accomplish. May contain Markdown.
         priority: 
         status: 
         meta: 
@@ -2174,10 +2172,26 @@ class PlanUpdate(Variant, frozen=True):
 __all__.append("PlanUpdate")
 
 
+class ReplayComplete(Variant, frozen=True):
+    """The history replay requested by `session/resume` is complete for this session.
+
+    Every update for the session between the `session/resume` request and
+    this update is replayed history. Every update after it is not.
+
+    Attributes:
+        meta: 
+    """
+
+    meta: Optional[Dict[str, Any]] = None
+
+
+__all__.append("ReplayComplete")
+
+
 class RequestPermissionRequest(Record, frozen=True):
     """Request for user permission to proceed with an operation.
 
-    Sent when the agent needs authorization before performing a sensitive operation.
+    Sent when the Agent needs authorization before performing a sensitive operation.
 
     See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
 
@@ -2219,17 +2233,17 @@ __all__.append("RequiresActionStateUpdate")
 class ResourceLink(Variant, frozen=True):
     """References to resources that the receiver may be able to read.
 
-    All agents MUST support resource links in prompts.
+    All Agents MUST support resource links in prompts.
 
     Attributes:
         name: Human-readable name shown for this protocol object.
         uri: URI associated with this resource or media payload.
         title: Optional display title for end-user UI.
         description: Optional human-readable details shown with this protocol object.
-        icons: Optional set of sized icons that the client can display in a user interface.
+        icons: Optional set of sized icons that the Client can display in a user interface.
         mime_type: MIME type describing the encoded media payload.
         size: Optional size of the linked resource in bytes, if known.
-        annotations: Optional annotations that help clients decide how to display or route this content.
+        annotations: Optional annotations that help Clients decide how to display or route this content.
         meta: 
     """
 
@@ -2263,10 +2277,12 @@ __all__.append("RunningStateUpdate")
 
 
 class SelectedPermissionOutcome(Variant, frozen=True):
-    """The user selected one of the provided options.
+    """The user selected an option. Selection is not approval by itself.
 
-    If `optionId` doesn't match an offered option, the agent MUST treat the request as not
-    approved.
+    The Agent MUST match `optionId` against the options it offered in this request.
+    For `reject_once` or `reject_always`, the Agent MUST NOT perform the requested
+    operation. If no option matches or the Agent does not understand its `kind`,
+    the Agent MUST NOT treat the response as approval.
 
     Attributes:
         option_id: 
@@ -2283,8 +2299,8 @@ __all__.append("SelectedPermissionOutcome")
 class SessionAdditionalDirectoriesCapabilities(Record, frozen=True):
     """Capabilities for additional session directories support.
 
-    Supplying `{}` means the agent supports the `additionalDirectories` field on
-    supported session lifecycle requests. Agents may return
+    Supplying `{}` means the Agent supports the `additionalDirectories` field on
+    supported session lifecycle requests. Agents MAY return
     `SessionInfo.additionalDirectories` in `session/list` to report the
     complete ordered additional-root list associated with a listed session.
 
@@ -2299,13 +2315,13 @@ __all__.append("SessionAdditionalDirectoriesCapabilities")
 
 
 class SessionCapabilities(Record, frozen=True):
-    """Session capabilities supported by the agent.
+    """Session capabilities supported by the Agent.
 
-    Supplying `{}` means the agent supports the baseline session methods:
+    Supplying `{}` means the Agent supports the baseline session methods:
     `session/new`, `session/list`, `session/resume`, `session/close`,
     `session/prompt`, `session/cancel`, and `session/update`.
 
-    Agents that support sessions **MAY** support additional session methods,
+    Agents that support sessions MAY support additional session methods,
     prompt content types, and MCP transports by specifying additional
     capabilities.
 
@@ -2313,9 +2329,9 @@ class SessionCapabilities(Record, frozen=True):
 
     Attributes:
         meta: 
-        mcp: MCP capabilities supported by the agent for session lifecycle requests.
+        mcp: MCP capabilities supported by the Agent for session lifecycle requests.
         status: **UNSTABLE**
-        additional_directories: Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+        additional_directories: Whether the Agent supports `additionalDirectories` on supported session lifecycle requests.
         inject: `session/inject` with revoke (mandatory) and optional replace.
     """
 
@@ -2348,7 +2364,7 @@ class SessionInfo(Record, frozen=True):
     Attributes:
         session_id: 
         cwd: The working directory for this session. Must be an absolute path.
-        additional_directories: Additional workspace roots reported for this session. Each path must be absolute.
+        additional_directories: Additional workspace roots reported for this session. Each path MUST be absolute.
         title: Human-readable title for the session
         updated_at: RFC 3339 timestamp of last activity.
         meta: 
@@ -2389,7 +2405,7 @@ class SessionStatusCapabilities(Record, frozen=True):
 
     Capabilities for the `session/status` method.
 
-    Supplying `{}` means the agent supports checking session status.
+    Supplying `{}` means the Agent supports checking session status.
 
     Attributes:
         meta: 
@@ -2428,13 +2444,13 @@ __all__.append("SessionStatusResponse")
 class TextContent(Variant, frozen=True):
     """Text content. May be plain text or formatted with Markdown.
 
-    All agents MUST support text content blocks in prompts.
+    All Agents MUST support text content blocks in prompts.
     Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
     extensions.
 
     Attributes:
         text: Text payload carried by this content block.
-        annotations: Optional annotations that help clients decide how to display or route this content.
+        annotations: Optional annotations that help Clients decide how to display or route this content.
         meta: 
     """
 
@@ -2503,11 +2519,11 @@ class ToolCallUpdate(Variant, frozen=True):
     Attributes:
         tool_call_id: 
         name: Programmatic name of the tool being invoked.
-        title: Human-readable title describing what the tool is doing.
-        kind: The category of tool being invoked. Helps clients choose appropriate icons and UI treatment.
+        title: Human-readable plain-text title describing what the tool is doing.
+        kind: The category of tool being invoked. Helps Clients choose appropriate icons and UI treatment.
         status: Current execution status of the tool call.
         content: Content produced by the tool call.
-        locations: File locations affected by this tool call. Enables "follow-along" features in clients.
+        locations: File locations affected by this tool call. Enables "follow-along" features in Clients.
         raw_input: Raw input parameters sent to the tool.
         raw_output: Raw output returned by the tool.
         meta: 
@@ -2546,11 +2562,7 @@ __all__.append("TurnFailure")
 
 
 class UnknownStateUpdate(Variant, frozen=True):
-    """**UNSTABLE**
-
-    This capability is not part of the spec yet, and may be removed or changed at any point.
-
-    The Agent cannot currently determine foreground activity.
+    """The Agent cannot currently determine foreground activity.
     This replaces previously confirmed activity without ending the work or session.
 
     Attributes:
@@ -2617,7 +2629,7 @@ class UserMessage(Variant, frozen=True):
     """A user message has been created or updated.
 
     Agents can send this when they accept or replay a user message. When a
-    client receives another `user_message` update with the same `messageId`,
+    Client receives another `user_message` update with the same `messageId`,
     fields in the new update patch the previous fields for that message.
 
     Attributes:
@@ -2793,7 +2805,7 @@ Answer = ProtocolError | InitializeResponse | SessionCreated | SessionPage | Res
 """The answer to a request of this client, typed by what was asked."""
 
 
-SessionEvent = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | PendingItem | Violation | SessionClosed | Tolerated
+SessionEvent = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | ReplayComplete | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | PendingItem | Violation | SessionClosed | Tolerated
 """Something that happened in one session, already applied to its mirror."""
 
 
@@ -2801,7 +2813,7 @@ Event = Answered | InSession | PermissionRequested | Notification | Ignored
 """One thing a client connection reports, in the order it happened."""
 
 
-SessionActivity = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | PendingItem | Violation | SessionClosed | Tolerated | PermissionRequested
+SessionActivity = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | ReplayComplete | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | PendingItem | Violation | SessionClosed | Tolerated | PermissionRequested
 """Something that happened in a session, as its event stream delivers it: an update, one of this client's items changing, a violation, a permission request, the session's end."""
 
 
@@ -2817,11 +2829,11 @@ HostCall = Authenticate | ExtensionRequest | ExtensionNotification
 """What a connection asks of the host itself rather than of a session's runtime."""
 
 
-RuntimeEvent = BreakPointReached | StreamStarted | StreamFinished | PermissionAsk | WithdrawPermission | ModelPaused | ModelResumed | TurnStarted | TurnEnd | CloseSession | UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | ClearAgentMessage
+RuntimeEvent = BreakPointReached | StreamStarted | StreamFinished | PermissionAsk | WithdrawPermission | ModelPaused | ModelResumed | TurnStarted | TurnEnd | CloseSession | UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | ReplayComplete | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate | ClearAgentMessage
 """What the agent runtime reports to the core."""
 
 
-HistoryEntry = DeliveredMessage | UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate
+HistoryEntry = DeliveredMessage | UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | ReplayComplete | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate
 """One entry of a session's replayable history (R-REPLAY-1), in the order it happened."""
 
 
@@ -2843,7 +2855,7 @@ The `type` field acts as the discriminator in the serialized JSON form.
 McpServer = McpServerStdio | McpServerHttp | OtherMcpServer
 """Configuration for connecting to an MCP (Model Context Protocol) server.
 
-MCP servers provide tools and context that the agent can use when
+MCP servers provide tools and context that the Agent can use when
 processing prompts.
 
 See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
@@ -2854,7 +2866,7 @@ RequestPermissionOutcome = CancelledPermissionOutcome | SelectedPermissionOutcom
 """The outcome of a permission request."""
 
 
-SessionUpdate = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate
+SessionUpdate = UserMessage | UserMessageChunk | AgentMessage | AgentMessageChunk | AgentMessageClear | AgentThought | AgentThoughtChunk | RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate | ToolCallUpdate | ToolCallContentChunk | PlanUpdate | UsageUpdate | SessionInfoUpdate | ReplayComplete | PendingInjectsUpdate | SessionClosedUpdate | OtherSessionUpdate
 """Different types of updates that can be sent while a session exists.
 
 These updates report messages, progress, and other session activity.
@@ -2866,13 +2878,13 @@ See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protoc
 StateUpdate = RunningStateUpdate | IdleStateUpdate | RequiresActionStateUpdate | UnknownStateUpdate | OtherStateUpdate
 """A snapshot of the session's aggregate foreground activity.
 
-Foreground work is the agent's active response or workflow in the session,
+Foreground work is the Agent's active response or workflow in the session,
 including model processing, tool execution, and waiting for user action needed
-to continue that work. It can start with a prompt or be agent-initiated, for
+to continue that work. It can start with a prompt or be Agent-initiated, for
 example to pursue an ongoing goal or follow up on a completed background task.
-Either way, the agent MUST report `running` when foreground work starts,
+Either way, the Agent MUST report `running` when foreground work starts,
 or `requires_action` if it starts blocked on user action, and `idle` when it
-ends. The agent SHOULD include a stop reason on that idle update.
+ends. The Agent SHOULD include a stop reason on that idle update.
 Agent-initiated work does not require a prompt request or a synthetic user
 message.
 
@@ -2885,7 +2897,7 @@ while `idle`. Those notifications, including a detached task's progress or
 completion, do not by themselves change this state. A permission request only
 warrants `requires_action` when foreground work is blocked on user action.
 
-The agent SHOULD report `requires_action` when the foreground workflow as a
+The Agent SHOULD report `requires_action` when the foreground workflow as a
 whole cannot progress without user action, including permissions or elicitations.
 Once reported, it MUST report `running` when progress resumes, or `idle` when
 work ends without resuming.
@@ -2897,9 +2909,9 @@ A new session defaults to idle until a state update reports otherwise.
 Resume MUST send a current-state snapshot after any replay and before its
 response. The snapshot reports foreground state after resuming.
 The response alone does not imply idle.
-Repeated snapshots are idempotent, not additional work, completions, or usage.
+Repeated snapshots are idempotent, not additional work or completions.
 A repeated state may carry updated information without another state transition.
-The agent MUST report `idle` when no foreground activity remains. Completing
+The Agent MUST report `idle` when no foreground activity remains. Completing
 an individual activity while other foreground work continues does not require
 an idle boundary. Local commands use the same lifecycle even without model work.
 
@@ -2913,7 +2925,8 @@ BackgroundWork = BackgroundTerminal | BackgroundToolCall | BackgroundSubagent | 
 Items reference entities the Client already tracks. The Agent MUST announce each item
 before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
 tool call's final status before the snapshot that removes it. Each piece of work is
-listed once: process-backed work is listed as its terminal, not also as its tool call.
+listed once: process-backed work is listed as its terminal, and the Agent MUST NOT
+also list a tool call whose only live work is a listed terminal.
 
 See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
 """
@@ -2942,7 +2955,7 @@ Content blocks appear in:
  message updates or streamed chunks
 - Progress updates and results from tool calls
 
-This structure is compatible with the Model Context Protocol (MCP), so agents can
+This structure is compatible with the Model Context Protocol (MCP), so Agents can
 forward content from MCP tool outputs without transformation.
 
 See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)

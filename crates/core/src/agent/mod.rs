@@ -772,7 +772,13 @@ impl Agent {
                 match (reply.held, reply.host) {
                     (Some((session, message_id)), _) => {
                         if let Some(s) = self.sessions.get_mut(&session) {
-                            s.held.insert(message_id, HeldPrompt { conn: conn.to_owned(), request: id });
+                            // A retry of a prompt held already waits for the same insertion (R-IDEM-2).
+                            match s.held.get_mut(&message_id) {
+                                Some(held) => held.retries.push((conn.to_owned(), id)),
+                                None => {
+                                    s.held.insert(message_id, HeldPrompt::new(conn.to_owned(), id));
+                                }
+                            }
                         }
                     }
                     // The host answers it (R-AUTH-2, R-EXT-2).

@@ -174,17 +174,21 @@ pub(crate) fn idle_line(session: &SessionId, stop_reason: &StopReason, usage: Op
     update_line(session, StateUpdate::Idle(Box::new(idle)).into())
 }
 
-/// The answer to a held prompt whose message was inserted (R-PROMPT-2): its receipt.
-pub(crate) fn prompt_receipt(held: &super::HeldPrompt, message_id: &MessageId) -> Output {
+/// The answers to a held prompt whose message was inserted (R-PROMPT-2): its receipt, to the
+/// request and to each retry of it (R-IDEM-2).
+pub(crate) fn prompt_receipt(held: &super::HeldPrompt, message_id: &MessageId) -> Vec<Output> {
     let result = acp_inject_wire::PromptResponse::new(message_id.clone());
     let raw = serde_json::value::to_raw_value(&result).unwrap_or_else(|e| unreachable!("results always serialise: {e}"));
-    Output::Line { to: vec![held.conn.clone()], line: jsonrpc::raw_result_line(&held.request, &raw) }
+    held.waiters()
+        .map(|(conn, request)| Output::Line { to: vec![conn.clone()], line: jsonrpc::raw_result_line(request, &raw) })
+        .collect()
 }
 
-/// The answer to a held prompt whose message will not be inserted (R-PROMPT-2): `-32800`.
-pub(crate) fn prompt_cancelled(held: super::HeldPrompt) -> Output {
+/// The answers to a held prompt whose message will not be inserted (R-PROMPT-2): `-32800`, to
+/// the request and to each retry of it.
+pub(crate) fn prompt_cancelled(held: super::HeldPrompt) -> Vec<Output> {
     let error = acp_inject_wire::ErrorObject::new(acp_inject_wire::errors::REQUEST_CANCELLED);
-    Output::Line { to: vec![held.conn], line: jsonrpc::error_line(&held.request, &error) }
+    held.waiters().map(|(conn, request)| Output::Line { to: vec![conn.clone()], line: jsonrpc::error_line(request, &error) }).collect()
 }
 
 /// R-DELIV-1: delivery is exactly the emission of this `user_message`.

@@ -357,6 +357,11 @@ impl PendingQueue {
         out
     }
 
+    /// What became of an id that left the queue, while it is remembered.
+    pub(crate) fn fate(&self, id: &MessageId) -> Option<Fate> {
+        self.remembered.fates.get(&id.0).map(|(fate, _)| *fate)
+    }
+
     /// Remembers a delivered id (R-REVOKE-3: revoke then answers `already_delivered`).
     pub(crate) fn remember_delivered(&mut self, id: &MessageId, owner: ConnId, bound: usize) {
         self.remembered.insert(&id.0, Fate::Delivered, owner, bound);

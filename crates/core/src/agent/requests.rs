@@ -420,6 +420,11 @@ impl Agent {
         let to = vec![conn.to_owned()];
         let line = |update| Output::Line { to: to.clone(), line: output::update_line(&session, update) };
         let mut before: Vec<Output> = super::replay(&history).into_iter().map(line).collect();
+        // R-RESUME-3: a requested replay ends with `replay_complete`, even an empty one, and
+        // before anything live (the turn's state below).
+        if replay {
+            before.push(line(acp_inject_wire::ReplayComplete::new().into()));
+        }
         // R-RESUME-2: the current state after any replay and before the answer, idle included
         // (a snapshot, not a turn end: an idle one carries no stopReason).
         before.push(line(match turn {
@@ -444,10 +449,16 @@ impl Agent {
     fn prompt(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: PromptRequest = tri!(decode(params));
         let session = p.session_id;
+        // R-IDEM-3: a key that is present is valid (1 to 255 characters), or decoding failed.
+        let key = p.idempotency_key.as_deref().map(String::as_str);
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         tri!(self.not_observer(conn, None));
         self.join(conn, &session);
+        if let Some(original) = tri!(self.submitted_with(&session, key)) {
+            return self.retried_prompt(&session, original);
+        }
         let (id, after) = self.accept(conn, &session, InjectMode::Queue, p.prompt);
+        self.record_key(&session, key, &id);
         let reply = Reply::ok(&PromptResponse::new(id.clone())).then(after);
         // R-PROMPT-2: during a turn the prompt is held in the queue; its answer, the insertion
         // receipt, goes out when its user_message does.
@@ -460,6 +471,8 @@ impl Agent {
     /// `session/inject` (R-QUEUE-*, R-STEER-*).
     fn inject(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: InjectRequest = tri!(decode(params));
+        // R-IDEM-3: a key that is present is valid (1 to 255 characters), or decoding failed.
+        let key = p.idempotency_key.as_deref().map(String::as_str);
         let session = p.session_id;
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         let Some(caps) = &self.config.inject else { return Reply::err(ErrorObject::method_not_found()) };
@@ -467,12 +480,66 @@ impl Agent {
             return Reply::err(ErrorObject::reason(ErrorReason::ModeNotSupported, None));
         }
         tri!(self.not_observer(conn, None));
+        // R-IDEM-2: a retry is answered with the original id whatever became of it since, so
+        // it is looked up before the checks that depend on the turn (a steer retried after its
+        // turn ended is not refused `no_running_turn`).
+        if let Some(original) = tri!(self.submitted_with(&session, key)) {
+            self.join(conn, &session);
+            return Reply::ok(&InjectResponse::new(original));
+        }
         if p.mode == InjectMode::Steer && !in_progress {
             return Reply::err(ErrorObject::reason(ErrorReason::NoRunningTurn, None));
         }
         self.join(conn, &session);
         let (id, after) = self.accept(conn, &session, p.mode, p.content);
+        self.record_key(&session, key, &id);
         Reply::ok(&InjectResponse::new(id)).then(after)
+    }
+
+    /// R-IDEM-1: the message an earlier prompt or inject with this idempotency key submitted
+    /// to the session, if one did (the store knows keys across connections, restarts and, on a
+    /// shared store, hosts).
+    fn submitted_with(&self, session: &SessionId, key: Option<&str>) -> Result<Option<acp_inject_wire::MessageId>, ErrorObject> {
+        match key {
+            Some(key) => self.store.message_for_key(session, key).map_err(internal),
+            None => Ok(None),
+        }
+    }
+
+    /// R-IDEM-1: from now on `key` names `message_id` in the session.
+    fn record_key(&mut self, session: &SessionId, key: Option<&str>, message_id: &acp_inject_wire::MessageId) {
+        if let Some(key) = key {
+            self.store.record(Change::KeyRecorded { session, key, message_id });
+        }
+    }
+
+    /// R-IDEM-2: a retried `session/prompt` inserts nothing and is answered as its first
+    /// attempt is: held while its message waits in the queue (then answered with the first
+    /// attempt), `-32800` when the message was withdrawn before insertion (revoked, cancelled,
+    /// or dropped by a close), and its receipt once it was inserted.
+    fn retried_prompt(&mut self, session: &SessionId, original: acp_inject_wire::MessageId) -> Reply {
+        use super::pending::Fate;
+        let fate = match self.sessions.get(session) {
+            Some(s) if s.pending.get(&original).is_some() => {
+                return Reply { held: Some((session.clone(), original.clone())), ..Reply::ok(&PromptResponse::new(original)) };
+            }
+            Some(s) => s.pending.fate(&original),
+            None => None,
+        };
+        let inserted = match fate {
+            Some(Fate::Delivered) => true,
+            Some(Fate::Revoked) => false,
+            // Beyond the remembered ids (or dropped by a close): the history says.
+            None => {
+                let history = tri!(self.store.history(session).map_err(internal));
+                history.iter().any(|e| matches!(e, super::record::HistoryEntry::User { message_id, .. } if *message_id == original))
+            }
+        };
+        if inserted {
+            Reply::ok(&PromptResponse::new(original))
+        } else {
+            Reply::err(ErrorObject::new(acp_inject_wire::errors::REQUEST_CANCELLED))
+        }
     }
 
     /// Accepts a prompt or inject: idle → a turn starts with it (R-PROMPT-1, R-QUEUE-2);
@@ -511,7 +578,8 @@ impl Agent {
     /// ignored: every other request was answered when it arrived.
     fn cancel_held(&mut self, conn: &ConnId, request: &acp_inject_wire::RequestId) {
         let found = self.sessions.iter().find_map(|(id, s)| {
-            s.held.iter().find(|(_, h)| h.conn == *conn && &h.request == request).map(|(m, _)| (id.clone(), m.clone()))
+            // The first attempt or a retry (R-IDEM-2): either withdraws the one submission.
+            s.held.iter().find(|(_, h)| h.waiters().any(|(c, r)| c == conn && r == request)).map(|(m, _)| (id.clone(), m.clone()))
         });
         let Some((session, message_id)) = found else { return };
         if self.withdraw_held(&session, &message_id) {
@@ -532,7 +600,7 @@ impl Agent {
         }
         let held = s.held.remove(message_id);
         self.store.record(Change::InjectRevoked { session, message_id: &mid });
-        self.out.extend(held.map(output::prompt_cancelled));
+        self.out.extend(held.into_iter().flat_map(output::prompt_cancelled));
         true
     }
 
@@ -554,7 +622,7 @@ impl Agent {
         if revoked.is_some() {
             self.store.record(Change::InjectRevoked { session: &session, message_id: &mid });
             // A held prompt revoked before its insertion: its request is cancelled.
-            after.extend(held.map(output::prompt_cancelled));
+            after.extend(held.into_iter().flat_map(output::prompt_cancelled));
             after.extend(self.pending_notice(&session));
         }
         Reply::ok(&RevokeInjectResponse::new()).then(after)

@@ -307,7 +307,7 @@ impl Agent {
                 s.pending.remember_delivered(&input.message_id, owner, bound);
                 // R-PROMPT-2: a held prompt is answered with its receipt once inserted.
                 if let Some(held) = s.held.remove(&input.message_id) {
-                    self.out.push_back(output::prompt_receipt(&held, &input.message_id));
+                    self.out.extend(output::prompt_receipt(&held, &input.message_id));
                 }
             }
             delivered.push(input);
@@ -396,7 +396,7 @@ impl Agent {
         notices.push(Output::Line { to, line: output::update_line(session, output::session_closed()) });
         // Held prompts are not the host's injects: their requests are cancelled (R-PROMPT-2).
         let (held, dropped): (Vec<_>, Vec<_>) = drained.into_iter().partition(|p| s.held.contains_key(&p.message_id));
-        notices.extend(held.iter().filter_map(|p| s.held.remove(&p.message_id)).map(output::prompt_cancelled));
+        notices.extend(held.iter().filter_map(|p| s.held.remove(&p.message_id)).flat_map(output::prompt_cancelled));
         s.turn = Turn::Idle;
         s.record.closed = true;
         self.store.record(Change::Turn { session, turn: &s.turn });

@@ -101,6 +101,22 @@ pub struct HeldPrompt {
     pub conn: ConnId,
     /// The request to answer.
     pub request: acp_inject_wire::RequestId,
+    /// Retries of the same submission (its idempotency key, R-IDEM-2) that arrived while it
+    /// was held: each is answered as the first request is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<(ConnId, acp_inject_wire::RequestId)>,
+}
+
+impl HeldPrompt {
+    /// A held prompt with one asking request.
+    pub fn new(conn: ConnId, request: acp_inject_wire::RequestId) -> HeldPrompt {
+        HeldPrompt { conn, request, retries: Vec::new() }
+    }
+
+    /// Every request owed the answer, the first one first.
+    pub(crate) fn waiters(&self) -> impl Iterator<Item = (&ConnId, &acp_inject_wire::RequestId)> {
+        std::iter::once((&self.conn, &self.request)).chain(self.retries.iter().map(|(c, r)| (c, r)))
+    }
 }
 
 /// Everything an agent holds in memory, as data.

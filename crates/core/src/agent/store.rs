@@ -100,6 +100,16 @@ pub enum Change<'a> {
         /// What was pending.
         dropped: &'a [PendingInject],
     },
+    /// A prompt or inject carrying an idempotency key was accepted (R-IDEM-1): the key names
+    /// its message from now on, for as long as the store keeps the session.
+    KeyRecorded {
+        /// The session (keys are scoped to it).
+        session: &'a SessionId,
+        /// The client's key.
+        key: &'a str,
+        /// The message it submitted.
+        message_id: &'a MessageId,
+    },
     /// A conversation update joins the history.
     History {
         /// The session.
@@ -179,6 +189,11 @@ pub trait Store: Send {
     /// A session's history, in order.
     fn history(&self, session_id: &SessionId) -> Result<Vec<HistoryEntry>, StoreError>;
 
+    /// The message a prompt or inject with idempotency key `key` submitted to the session
+    /// (R-IDEM-1), if one did: what [`Change::KeyRecorded`] recorded, the current batch's
+    /// changes included. Keys live as long as the session's record and history.
+    fn message_for_key(&self, session_id: &SessionId, key: &str) -> Result<Option<MessageId>, StoreError>;
+
     /// The live state to continue from (durable backends), or `None` to start fresh. A shared
     /// store returns its counters and no sessions: each is taken when a client resumes it
     /// ([`Store::acquire`]).
@@ -225,6 +240,9 @@ pub trait Store: Send {
 pub struct MemoryStore {
     records: BTreeMap<SessionId, SessionRecord>,
     history: HashMap<SessionId, Vec<HistoryEntry>>,
+    /// Idempotency keys per session (R-IDEM-1).
+    #[serde(default, skip_serializing_if = "HashMap::is_empty")]
+    keys: HashMap<SessionId, HashMap<String, MessageId>>,
 }
 
 impl MemoryStore {
@@ -243,6 +261,10 @@ impl Store for MemoryStore {
             Change::SessionForgotten(id) => {
                 self.records.remove(id);
                 self.history.remove(id);
+                self.keys.remove(id);
+            }
+            Change::KeyRecorded { session, key, message_id } => {
+                self.keys.entry(session.clone()).or_default().insert(key.to_owned(), message_id.clone());
             }
             Change::Delivered { session, message_id, content, .. } => {
                 let entry = HistoryEntry::User { message_id: message_id.clone(), content: content.to_vec() };
@@ -275,5 +297,9 @@ impl Store for MemoryStore {
 
     fn history(&self, session_id: &SessionId) -> Result<Vec<HistoryEntry>, StoreError> {
         Ok(self.history.get(session_id).cloned().unwrap_or_default())
+    }
+
+    fn message_for_key(&self, session_id: &SessionId, key: &str) -> Result<Option<MessageId>, StoreError> {
+        Ok(self.keys.get(session_id).and_then(|keys| keys.get(key)).cloned())
     }
 }

@@ -39,7 +39,7 @@ use acp_inject_core::agent::{
     Acquired, Change, Counters, HistoryEntry, LiveSession, LiveState, PendingQueue, SessionPage, SessionRecord, Store, StoreError,
     Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
 };
-use acp_inject_core::wire::SessionId;
+use acp_inject_core::wire::{MessageId, SessionId};
 use tokio_postgres::Row;
 
 use crate::{from_json, mode_name, to_i64, to_json, to_u64, EntryRef};
@@ -260,6 +260,7 @@ impl PgStore {
             | Change::InjectRevoked { session, .. }
             | Change::Delivered { session, .. }
             | Change::InjectsDropped { session, .. }
+            | Change::KeyRecorded { session, .. }
             | Change::History { session, .. } => Some(session),
         };
         if let Some(s) = session {
@@ -376,6 +377,13 @@ impl PgStore {
                         Expect::Any,
                     );
                 }
+            }
+            Change::KeyRecorded { session, key, message_id } => {
+                self.op(
+                    "INSERT INTO acp_idempotency_keys (session_id, key, message_id) VALUES ($1, $2, $3)",
+                    vec![sid(session), text(key.to_owned()), text(message_id.0.clone())],
+                    Expect::Any,
+                );
             }
             Change::History { session, update } => {
                 let entry = to_json("history entry", &EntryRef::Update { update })?;
@@ -542,6 +550,14 @@ impl Store for PgStore {
     fn history(&self, session_id: &SessionId) -> Result<Vec<HistoryEntry>, StoreError> {
         let rows = self.conn.query("SELECT entry FROM acp_history WHERE session_id = $1 ORDER BY id", vec![sid(session_id)])?;
         rows.iter().map(|r| from_json("history entry", column::<&str>(r, 0)?)).collect()
+    }
+
+    fn message_for_key(&self, session_id: &SessionId, key: &str) -> Result<Option<MessageId>, StoreError> {
+        let rows = self.conn.query(
+            "SELECT message_id FROM acp_idempotency_keys WHERE session_id = $1 AND key = $2",
+            vec![sid(session_id), text(key.to_owned())],
+        )?;
+        rows.first().map(|r| column::<String>(r, 0).map(MessageId)).transpose()
     }
 
     /// Registers this host (a new epoch for its row) and returns its counters. No session:

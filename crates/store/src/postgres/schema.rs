@@ -7,13 +7,24 @@ use acp_inject_core::agent::StoreError;
 use super::conn::{Conn, Expect, Op};
 
 /// The schema version this release writes (and the newest it reads).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The advisory lock that serialises migrations ("ACPI" as an integer).
 const MIGRATION_LOCK: i64 = 0x4143_5049;
 
 /// Version N's script is `MIGRATIONS[N - 1]`.
-const MIGRATIONS: [&str; 1] = [V1];
+const MIGRATIONS: [&str; 2] = [V1, V2];
+
+/// Version 2: idempotency keys (R-IDEM-1), scoped to their session and kept as long as it is
+/// (never pruned with the remembered ids of `acp_injects`).
+const V2: &str = "
+CREATE TABLE acp_idempotency_keys (
+    session_id text NOT NULL REFERENCES acp_sessions (session_id) ON DELETE CASCADE,
+    key        text NOT NULL,
+    message_id text NOT NULL,
+    PRIMARY KEY (session_id, key)
+);
+";
 
 const V1: &str = "
 -- One row per agent host: its epoch (grows at every start; counter writes are fenced by it)

@@ -110,7 +110,7 @@ name fallback if title isn't present.*/
     /**Intended for UI and end-user contexts and optimized to be human-readable
 and easily understood.
 
-If not provided, the name should be used for display.*/
+If not provided, the name SHOULD be used for display.*/
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     #[serde(deserialize_with = "__tolerant_implementation_title")]
     #[serde(default)]
@@ -254,8 +254,8 @@ See protocol docs: [Agent Plan](https://agentclientprotocol.com/protocol/v1/agen
 pub struct Plan {
     /**The list of tasks to be accomplished.
 
-When updating a plan, the agent must send a complete list of all entries
-with their current status. The client replaces the entire plan with each update.*/
+The Agent MUST send all entries with their current status.
+The Client MUST replace the entire checklist with each update.*/
     #[serde(deserialize_with = "__tolerant_plan_entries")]
     #[serde(default)]
     pub entries: ::std::vec::Vec<
@@ -464,14 +464,6 @@ additional-root list associated with a listed session.*/
     pub additional_directories: ::std::option::Option<
         SessionAdditionalDirectoriesCapabilities,
     >,
-    /**Whether the agent supports `session/resume`.
-
-Optional. Omitted or `null` both mean the agent does not advertise support.
-Supplying `{}` means the agent supports resuming sessions.*/
-    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
-    #[serde(deserialize_with = "__tolerant_sessioncapabilities_resume")]
-    #[serde(default)]
-    pub resume: ::std::option::Option<SessionResumeCapabilities>,
     /**Whether the agent supports `session/close`.
 
 Optional. Omitted or `null` both mean the agent does not advertise support.
@@ -480,6 +472,14 @@ Supplying `{}` means the agent supports closing sessions.*/
     #[serde(deserialize_with = "__tolerant_sessioncapabilities_close")]
     #[serde(default)]
     pub close: ::std::option::Option<SessionCloseCapabilities>,
+    /**Whether the agent supports `session/resume`.
+
+Optional. Omitted or `null` both mean the agent does not advertise support.
+Supplying `{}` means the agent supports resuming sessions.*/
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    #[serde(deserialize_with = "__tolerant_sessioncapabilities_resume")]
+    #[serde(default)]
+    pub resume: ::std::option::Option<SessionResumeCapabilities>,
 }
 /**Capabilities for the `session/close` method.
 
@@ -1143,7 +1143,7 @@ impl Implementation {
     /**Intended for UI and end-user contexts and optimized to be human-readable
 and easily understood.
 
-If not provided, the name should be used for display.*/
+If not provided, the name SHOULD be used for display.*/
     ///
     /// Sets the optional `title` member (`None` leaves it absent).
     #[must_use]
@@ -1689,15 +1689,15 @@ fn __tolerant_sessioncapabilities_additional_directories<
 ) -> Result<::std::option::Option<SessionAdditionalDirectoriesCapabilities>, D::Error> {
     __de::default_on_error(deserializer, "SessionCapabilities.additionalDirectories")
 }
-fn __tolerant_sessioncapabilities_resume<'de, D: ::serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<::std::option::Option<SessionResumeCapabilities>, D::Error> {
-    __de::default_on_error(deserializer, "SessionCapabilities.resume")
-}
 fn __tolerant_sessioncapabilities_close<'de, D: ::serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<::std::option::Option<SessionCloseCapabilities>, D::Error> {
     __de::default_on_error(deserializer, "SessionCapabilities.close")
+}
+fn __tolerant_sessioncapabilities_resume<'de, D: ::serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<::std::option::Option<SessionResumeCapabilities>, D::Error> {
+    __de::default_on_error(deserializer, "SessionCapabilities.resume")
 }
 impl SerializeFields for SessionCapabilities {
     fn serialize_fields<M: ::serde::ser::SerializeMap>(
@@ -1713,11 +1713,11 @@ impl SerializeFields for SessionCapabilities {
         if !::std::option::Option::is_none(&self.additional_directories) {
             map.serialize_entry("additionalDirectories", &self.additional_directories)?;
         }
-        if !::std::option::Option::is_none(&self.resume) {
-            map.serialize_entry("resume", &self.resume)?;
-        }
         if !::std::option::Option::is_none(&self.close) {
             map.serialize_entry("close", &self.close)?;
+        }
+        if !::std::option::Option::is_none(&self.resume) {
+            map.serialize_entry("resume", &self.resume)?;
         }
         Ok(())
     }
@@ -1730,8 +1730,8 @@ impl SessionCapabilities {
             list: ::std::default::Default::default(),
             meta: ::std::default::Default::default(),
             additional_directories: ::std::default::Default::default(),
-            resume: ::std::default::Default::default(),
             close: ::std::default::Default::default(),
+            resume: ::std::default::Default::default(),
         }
     }
     /**Whether the agent supports `session/list`.
@@ -1775,17 +1775,6 @@ additional-root list associated with a listed session.*/
         self.additional_directories = IntoOption::into_option(additional_directories);
         self
     }
-    /**Whether the agent supports `session/resume`.
-
-Optional. Omitted or `null` both mean the agent does not advertise support.
-Supplying `{}` means the agent supports resuming sessions.*/
-    ///
-    /// Sets the optional `resume` member (`None` leaves it absent).
-    #[must_use]
-    pub fn resume(mut self, resume: impl IntoOption<SessionResumeCapabilities>) -> Self {
-        self.resume = IntoOption::into_option(resume);
-        self
-    }
     /**Whether the agent supports `session/close`.
 
 Optional. Omitted or `null` both mean the agent does not advertise support.
@@ -1795,6 +1784,17 @@ Supplying `{}` means the agent supports closing sessions.*/
     #[must_use]
     pub fn close(mut self, close: impl IntoOption<SessionCloseCapabilities>) -> Self {
         self.close = IntoOption::into_option(close);
+        self
+    }
+    /**Whether the agent supports `session/resume`.
+
+Optional. Omitted or `null` both mean the agent does not advertise support.
+Supplying `{}` means the agent supports resuming sessions.*/
+    ///
+    /// Sets the optional `resume` member (`None` leaves it absent).
+    #[must_use]
+    pub fn resume(mut self, resume: impl IntoOption<SessionResumeCapabilities>) -> Self {
+        self.resume = IntoOption::into_option(resume);
         self
     }
 }
@@ -2565,7 +2565,7 @@ prompt, so this should be reflected in the UI.*/
 
 This stop reason MUST be returned when the client sends a `session/cancel`
 notification, even if the cancellation causes exceptions in underlying operations.
-Agents should catch these exceptions and return this semantically meaningful
+Agents SHOULD catch these exceptions and return this semantically meaningful
 response to confirm successful cancellation.*/
     Cancelled,
 }

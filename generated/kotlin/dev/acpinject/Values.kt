@@ -275,7 +275,7 @@ internal object AnswerCodec : ValueCodec<Answer>() {
 /**
  * Something that happened in one session, already applied to its mirror.
  *
- * One of: [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate], [PendingItem], [Violation], [SessionClosed], [Tolerated].
+ * One of: [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [ReplayComplete], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate], [PendingItem], [Violation], [SessionClosed], [Tolerated].
  */
 public sealed interface SessionEvent : SessionActivity
 
@@ -300,6 +300,7 @@ internal object SessionEventCodec : ValueCodec<SessionEvent>() {
             "PlanUpdate" -> PlanUpdateCodec.fields(r, n - 1)
             "UsageUpdate" -> UsageUpdateCodec.fields(r, n - 1)
             "SessionInfoUpdate" -> SessionInfoUpdateCodec.fields(r, n - 1)
+            "ReplayComplete" -> ReplayCompleteCodec.fields(r, n - 1)
             "PendingInjectsUpdate" -> PendingInjectsUpdateCodec.fields(r, n - 1)
             "SessionClosedUpdate" -> SessionClosedUpdateCodec.fields(r, n - 1)
             "OtherSessionUpdate" -> OtherSessionUpdateCodec.fields(r, n - 1)
@@ -329,6 +330,7 @@ internal object SessionEventCodec : ValueCodec<SessionEvent>() {
         is PlanUpdate -> PlanUpdateCodec.write(w, value)
         is UsageUpdate -> UsageUpdateCodec.write(w, value)
         is SessionInfoUpdate -> SessionInfoUpdateCodec.write(w, value)
+        is ReplayComplete -> ReplayCompleteCodec.write(w, value)
         is PendingInjectsUpdate -> PendingInjectsUpdateCodec.write(w, value)
         is SessionClosedUpdate -> SessionClosedUpdateCodec.write(w, value)
         is OtherSessionUpdate -> OtherSessionUpdateCodec.write(w, value)
@@ -371,7 +373,7 @@ internal object EventCodec : ValueCodec<Event>() {
 /**
  * Something that happened in a session, as its event stream delivers it: an update, one of this client's items changing, a violation, a permission request, the session's end.
  *
- * One of: [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate], [PendingItem], [Violation], [SessionClosed], [Tolerated], [PermissionRequested].
+ * One of: [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [ReplayComplete], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate], [PendingItem], [Violation], [SessionClosed], [Tolerated], [PermissionRequested].
  */
 public sealed interface SessionActivity
 
@@ -396,6 +398,7 @@ internal object SessionActivityCodec : ValueCodec<SessionActivity>() {
             "PlanUpdate" -> PlanUpdateCodec.fields(r, n - 1)
             "UsageUpdate" -> UsageUpdateCodec.fields(r, n - 1)
             "SessionInfoUpdate" -> SessionInfoUpdateCodec.fields(r, n - 1)
+            "ReplayComplete" -> ReplayCompleteCodec.fields(r, n - 1)
             "PendingInjectsUpdate" -> PendingInjectsUpdateCodec.fields(r, n - 1)
             "SessionClosedUpdate" -> SessionClosedUpdateCodec.fields(r, n - 1)
             "OtherSessionUpdate" -> OtherSessionUpdateCodec.fields(r, n - 1)
@@ -426,6 +429,7 @@ internal object SessionActivityCodec : ValueCodec<SessionActivity>() {
         is PlanUpdate -> PlanUpdateCodec.write(w, value)
         is UsageUpdate -> UsageUpdateCodec.write(w, value)
         is SessionInfoUpdate -> SessionInfoUpdateCodec.write(w, value)
+        is ReplayComplete -> ReplayCompleteCodec.write(w, value)
         is PendingInjectsUpdate -> PendingInjectsUpdateCodec.write(w, value)
         is SessionClosedUpdate -> SessionClosedUpdateCodec.write(w, value)
         is OtherSessionUpdate -> OtherSessionUpdateCodec.write(w, value)
@@ -633,7 +637,7 @@ internal object HostCallCodec : ValueCodec<HostCall>() {
 /**
  * What the agent runtime reports to the core.
  *
- * One of: [BreakPointReached], [StreamStarted], [StreamFinished], [PermissionAsk], [WithdrawPermission], [ModelPaused], [ModelResumed], [TurnStarted], [TurnEnd], [CloseSession], [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate], [ClearAgentMessage].
+ * One of: [BreakPointReached], [StreamStarted], [StreamFinished], [PermissionAsk], [WithdrawPermission], [ModelPaused], [ModelResumed], [TurnStarted], [TurnEnd], [CloseSession], [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [ReplayComplete], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate], [ClearAgentMessage].
  */
 public sealed interface RuntimeEvent
 
@@ -668,6 +672,7 @@ internal object RuntimeEventCodec : ValueCodec<RuntimeEvent>() {
             "PlanUpdate" -> PlanUpdateCodec.fields(r, n - 1)
             "UsageUpdate" -> UsageUpdateCodec.fields(r, n - 1)
             "SessionInfoUpdate" -> SessionInfoUpdateCodec.fields(r, n - 1)
+            "ReplayComplete" -> ReplayCompleteCodec.fields(r, n - 1)
             "PendingInjectsUpdate" -> PendingInjectsUpdateCodec.fields(r, n - 1)
             "SessionClosedUpdate" -> SessionClosedUpdateCodec.fields(r, n - 1)
             "OtherSessionUpdate" -> OtherSessionUpdateCodec.fields(r, n - 1)
@@ -704,6 +709,7 @@ internal object RuntimeEventCodec : ValueCodec<RuntimeEvent>() {
         is PlanUpdate -> PlanUpdateCodec.write(w, value)
         is UsageUpdate -> UsageUpdateCodec.write(w, value)
         is SessionInfoUpdate -> SessionInfoUpdateCodec.write(w, value)
+        is ReplayComplete -> ReplayCompleteCodec.write(w, value)
         is PendingInjectsUpdate -> PendingInjectsUpdateCodec.write(w, value)
         is SessionClosedUpdate -> SessionClosedUpdateCodec.write(w, value)
         is OtherSessionUpdate -> OtherSessionUpdateCodec.write(w, value)
@@ -750,7 +756,7 @@ internal object HostErrorCodec : ValueCodec<HostError>() {
 /**
  * One entry of a session's replayable history (R-REPLAY-1), in the order it happened.
  *
- * One of: [DeliveredMessage], [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate].
+ * One of: [DeliveredMessage], [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [ReplayComplete], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate].
  */
 public sealed interface HistoryEntry
 
@@ -776,6 +782,7 @@ internal object HistoryEntryCodec : ValueCodec<HistoryEntry>() {
             "PlanUpdate" -> PlanUpdateCodec.fields(r, n - 1)
             "UsageUpdate" -> UsageUpdateCodec.fields(r, n - 1)
             "SessionInfoUpdate" -> SessionInfoUpdateCodec.fields(r, n - 1)
+            "ReplayComplete" -> ReplayCompleteCodec.fields(r, n - 1)
             "PendingInjectsUpdate" -> PendingInjectsUpdateCodec.fields(r, n - 1)
             "SessionClosedUpdate" -> SessionClosedUpdateCodec.fields(r, n - 1)
             "OtherSessionUpdate" -> OtherSessionUpdateCodec.fields(r, n - 1)
@@ -802,6 +809,7 @@ internal object HistoryEntryCodec : ValueCodec<HistoryEntry>() {
         is PlanUpdate -> PlanUpdateCodec.write(w, value)
         is UsageUpdate -> UsageUpdateCodec.write(w, value)
         is SessionInfoUpdate -> SessionInfoUpdateCodec.write(w, value)
+        is ReplayComplete -> ReplayCompleteCodec.write(w, value)
         is PendingInjectsUpdate -> PendingInjectsUpdateCodec.write(w, value)
         is SessionClosedUpdate -> SessionClosedUpdateCodec.write(w, value)
         is OtherSessionUpdate -> OtherSessionUpdateCodec.write(w, value)
@@ -1338,7 +1346,7 @@ internal object EmbeddedResourceResourceCodec : ValueCodec<EmbeddedResourceResou
 /**
  * Identifier for a message, unique among messages of the same type within a session.
  *
- * Each message type, such as user messages, agent messages, and agent thoughts,
+ * Each message type, such as user messages, Agent messages, and Agent thoughts,
  * has its own ID space: messages of different types may share an ID and remain
  * distinct messages.
  */
@@ -1356,10 +1364,10 @@ public typealias PermissionOptionId = String
 public typealias ProtocolVersion = Int
 
 /**
- * A unique identifier for a conversation session between a client and agent.
+ * A unique identifier for a conversation session between a Client and Agent.
  *
  * Each session has its own context, conversation history, and state, so one
- * agent can run several independent sessions.
+ * Agent can run several independent sessions.
  *
  * See protocol docs: [Session ID](https://agentclientprotocol.com/protocol/v2/draft/session-setup#session-id)
  */
@@ -1493,7 +1501,7 @@ internal object SteerInStreamCodec : ValueCodec<SteerInStream>() {
 /**
  * Configuration for connecting to an MCP (Model Context Protocol) server.
  *
- * MCP servers provide tools and context that the agent can use when
+ * MCP servers provide tools and context that the Agent can use when
  * processing prompts.
  *
  * See protocol docs: [MCP Servers](https://agentclientprotocol.com/protocol/v2/draft/session-setup#mcp-servers)
@@ -1573,7 +1581,9 @@ internal object SessionStatusCodec : ValueCodec<SessionStatus>() {
 /**
  * The type of permission option being presented to the user.
  *
- * Helps clients choose appropriate icons and UI treatment.
+ * If the user selects a `reject_once` or `reject_always` option, the Agent MUST NOT
+ * perform the requested operation. For `reject_always`, the Agent also remembers
+ * the rejection for later operations within its scope.
  *
  * An open set: a value this version does not know is kept as it is (`PermissionOptionKind("…")`, [known] false); the known ones are the constants of the companion object.
  */
@@ -1645,7 +1655,7 @@ internal object RequestPermissionOutcomeCodec : ValueCodec<RequestPermissionOutc
  *
  * See protocol docs: [Agent Reports Output](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output)
  *
- * One of: [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate].
+ * One of: [UserMessage], [UserMessageChunk], [AgentMessage], [AgentMessageChunk], [AgentMessageClear], [AgentThought], [AgentThoughtChunk], [RunningStateUpdate], [IdleStateUpdate], [RequiresActionStateUpdate], [UnknownStateUpdate], [OtherStateUpdate], [ToolCallUpdate], [ToolCallContentChunk], [PlanUpdate], [UsageUpdate], [SessionInfoUpdate], [ReplayComplete], [PendingInjectsUpdate], [SessionClosedUpdate], [OtherSessionUpdate].
  */
 public sealed interface SessionUpdate : SessionEvent, RuntimeEvent, HistoryEntry
 
@@ -1670,6 +1680,7 @@ internal object SessionUpdateCodec : ValueCodec<SessionUpdate>() {
             "PlanUpdate" -> PlanUpdateCodec.fields(r, n - 1)
             "UsageUpdate" -> UsageUpdateCodec.fields(r, n - 1)
             "SessionInfoUpdate" -> SessionInfoUpdateCodec.fields(r, n - 1)
+            "ReplayComplete" -> ReplayCompleteCodec.fields(r, n - 1)
             "PendingInjectsUpdate" -> PendingInjectsUpdateCodec.fields(r, n - 1)
             "SessionClosedUpdate" -> SessionClosedUpdateCodec.fields(r, n - 1)
             "OtherSessionUpdate" -> OtherSessionUpdateCodec.fields(r, n - 1)
@@ -1695,6 +1706,7 @@ internal object SessionUpdateCodec : ValueCodec<SessionUpdate>() {
         is PlanUpdate -> PlanUpdateCodec.write(w, value)
         is UsageUpdate -> UsageUpdateCodec.write(w, value)
         is SessionInfoUpdate -> SessionInfoUpdateCodec.write(w, value)
+        is ReplayComplete -> ReplayCompleteCodec.write(w, value)
         is PendingInjectsUpdate -> PendingInjectsUpdateCodec.write(w, value)
         is SessionClosedUpdate -> SessionClosedUpdateCodec.write(w, value)
         is OtherSessionUpdate -> OtherSessionUpdateCodec.write(w, value)
@@ -1704,13 +1716,13 @@ internal object SessionUpdateCodec : ValueCodec<SessionUpdate>() {
 /**
  * A snapshot of the session's aggregate foreground activity.
  *
- * Foreground work is the agent's active response or workflow in the session,
+ * Foreground work is the Agent's active response or workflow in the session,
  * including model processing, tool execution, and waiting for user action needed
- * to continue that work. It can start with a prompt or be agent-initiated, for
+ * to continue that work. It can start with a prompt or be Agent-initiated, for
  * example to pursue an ongoing goal or follow up on a completed background task.
- * Either way, the agent MUST report `running` when foreground work starts,
+ * Either way, the Agent MUST report `running` when foreground work starts,
  * or `requires_action` if it starts blocked on user action, and `idle` when it
- * ends. The agent SHOULD include a stop reason on that idle update.
+ * ends. The Agent SHOULD include a stop reason on that idle update.
  * Agent-initiated work does not require a prompt request or a synthetic user
  * message.
  *
@@ -1723,7 +1735,7 @@ internal object SessionUpdateCodec : ValueCodec<SessionUpdate>() {
  * completion, do not by themselves change this state. A permission request only
  * warrants `requires_action` when foreground work is blocked on user action.
  *
- * The agent SHOULD report `requires_action` when the foreground workflow as a
+ * The Agent SHOULD report `requires_action` when the foreground workflow as a
  * whole cannot progress without user action, including permissions or elicitations.
  * Once reported, it MUST report `running` when progress resumes, or `idle` when
  * work ends without resuming.
@@ -1735,9 +1747,9 @@ internal object SessionUpdateCodec : ValueCodec<SessionUpdate>() {
  * Resume MUST send a current-state snapshot after any replay and before its
  * response. The snapshot reports foreground state after resuming.
  * The response alone does not imply idle.
- * Repeated snapshots are idempotent, not additional work, completions, or usage.
+ * Repeated snapshots are idempotent, not additional work or completions.
  * A repeated state may carry updated information without another state transition.
- * The agent MUST report `idle` when no foreground activity remains. Completing
+ * The Agent MUST report `idle` when no foreground activity remains. Completing
  * an individual activity while other foreground work continues does not require
  * an idle boundary. Local commands use the same lifecycle even without model work.
  *
@@ -1822,7 +1834,8 @@ internal object StopReasonCodec : ValueCodec<StopReason>() {
  * Items reference entities the Client already tracks. The Agent MUST announce each item
  * before the first snapshot that lists it, and MUST report a terminal's `exitStatus` or a
  * tool call's final status before the snapshot that removes it. Each piece of work is
- * listed once: process-backed work is listed as its terminal, not also as its tool call.
+ * listed once: process-backed work is listed as its terminal, and the Agent MUST NOT
+ * also list a tool call whose only live work is a listed terminal.
  *
  * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
  *
@@ -1853,7 +1866,7 @@ internal object BackgroundWorkCodec : ValueCodec<BackgroundWork>() {
 /**
  * Categories of tools that can be invoked.
  *
- * Tool kinds help clients choose appropriate icons and optimize how they
+ * Tool kinds help Clients choose appropriate icons and optimize how they
  * display tool execution progress.
  *
  * See protocol docs: [Reporting](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#reporting)
@@ -2047,13 +2060,13 @@ public value class PlanEntryPriority(
     override fun toString(): String = value
 
     public companion object {
-        /** `high`: High priority task - critical to the overall goal. */
+        /** `high`: High priority task. Critical to the overall goal. */
         public val HIGH: PlanEntryPriority = PlanEntryPriority("high")
 
-        /** `medium`: Medium priority task - important but not critical. */
+        /** `medium`: Medium priority task. Important but not critical. */
         public val MEDIUM: PlanEntryPriority = PlanEntryPriority("medium")
 
-        /** `low`: Low priority task - nice to have but not essential. */
+        /** `low`: Low priority task. Nice to have but not essential. */
         public val LOW: PlanEntryPriority = PlanEntryPriority("low")
     }
 }
@@ -2117,7 +2130,7 @@ internal object PlanEntryStatusCodec : ValueCodec<PlanEntryStatus>() {
  *  message updates or streamed chunks
  * - Progress updates and results from tool calls
  *
- * This structure is compatible with the Model Context Protocol (MCP), so agents can
+ * This structure is compatible with the Model Context Protocol (MCP), so Agents can
  * forward content from MCP tool outputs without transformation.
  *
  * See protocol docs: [Content](https://agentclientprotocol.com/protocol/v2/draft/content)
@@ -4858,19 +4871,19 @@ internal object ConnectOptionsCodec : ValueCodec<ConnectOptions>() {
 }
 
 /**
- * Capabilities supported by the agent.
+ * Capabilities supported by the Agent.
  *
- * Advertised during initialization to inform the client about
+ * Advertised during initialization to inform the Client about
  * available features and content types.
  *
  * See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v2/draft/initialization#agent-capabilities)
  */
 public data class AgentCapabilities(
     /**
-     * Session capabilities supported by the agent.
+     * Session capabilities supported by the Agent.
      *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not support the
-     * `session&#47;*` methods. Supplying `{}` means the agent supports the
+     * Optional. Omitted and `null` are equivalent and mean the Agent does not support the
+     * `session&#47;*` methods. Supplying `{}` means the Agent supports the
      * baseline session methods: `session/new`, `session/list`,
      * `session/resume`, `session/close`, `session/prompt`, `session/cancel`,
      * and `session/update`.
@@ -4918,9 +4931,9 @@ internal object AgentCapabilitiesCodec : ValueCodec<AgentCapabilities>() {
 }
 
 /**
- * An agent message has been created or updated.
+ * An Agent message has been created or updated.
  *
- * Agents can send this in addition to streamed chunks. When a client
+ * Agents can send this in addition to streamed chunks. When a Client
  * receives another `agent_message` update with the same `messageId`,
  * fields in the new update patch the previous fields for that message.
  */
@@ -4984,7 +4997,7 @@ internal object AgentMessageCodec : ValueCodec<AgentMessage>() {
     }
 }
 
-/** A chunk of the agent's response being streamed. */
+/** A chunk of the Agent's response being streamed. */
 public data class AgentMessageChunk(
     public val messageId: MessageId,
     public val content: ContentBlock,
@@ -5083,9 +5096,9 @@ internal object AgentMessageClearCodec : ValueCodec<AgentMessageClear>() {
 }
 
 /**
- * An agent thought or reasoning message has been created or updated.
+ * An Agent thought or reasoning message has been created or updated.
  *
- * Agents can send this in addition to streamed chunks. When a client
+ * Agents can send this in addition to streamed chunks. When a Client
  * receives another `agent_thought` update with the same `messageId`,
  * fields in the new update patch the previous fields for that message.
  */
@@ -5149,7 +5162,7 @@ internal object AgentThoughtCodec : ValueCodec<AgentThought>() {
     }
 }
 
-/** A chunk of the agent's internal reasoning being streamed. */
+/** A chunk of the Agent's internal reasoning being streamed. */
 public data class AgentThoughtChunk(
     public val messageId: MessageId,
     public val content: ContentBlock,
@@ -5199,7 +5212,7 @@ internal object AgentThoughtChunkCodec : ValueCodec<AgentThoughtChunk>() {
     }
 }
 
-/** Optional annotations for the client. The client can use annotations to inform how objects are used or displayed */
+/** Optional annotations for the Client. The Client can use annotations to inform how objects are used or displayed */
 public data class Annotations(
     /**
      * Intended recipients for this content, such as the user or assistant.
@@ -5216,7 +5229,7 @@ public data class Annotations(
      */
     public val lastModified: String? = null,
     /**
-     * Relative importance of this content when clients choose what to surface, from 0 (least
+     * Relative importance of this content when Clients choose what to surface, from 0 (least
      * important) to 1 (most important).
      *
      * Omitted and `null` are equivalent and mean no priority is specified.
@@ -5290,7 +5303,7 @@ public data class AudioContent(
     /** MIME type describing the encoded media payload. */
     public val mimeType: String,
     /**
-     * Optional annotations that help clients decide how to display or route this content.
+     * Optional annotations that help Clients decide how to display or route this content.
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
@@ -5420,7 +5433,7 @@ internal object AuthMethodAgentCodec : ValueCodec<AuthMethodAgent>() {
 }
 
 /**
- * Client runs the configured agent program as a separate interactive
+ * Client runs the configured Agent program as a separate interactive
  * process, without passing this method to `auth/login`.
  */
 public data class AuthMethodTerminal(
@@ -5434,12 +5447,12 @@ public data class AuthMethodTerminal(
      * Omitted and `null` are equivalent and mean no description is provided.
      */
     public val description: String? = null,
-    /** Additional arguments to append to the configured agent invocation for terminal auth. */
+    /** Additional arguments to append to the configured Agent invocation for terminal auth. */
     public val args: List<String>? = null,
     /**
-     * Additional environment variables to set on the configured agent invocation for terminal auth.
-     * Names MUST be unique. These values override same-named variables in the
-     * base launch configuration.
+     * Additional environment variables to set on the configured Agent invocation for terminal auth.
+     * Names SHOULD be unique, and otherwise the last entry wins. These values override
+     * same-named variables in the base launch configuration.
      */
     public val env: List<EnvVariable>? = null,
     public val meta: JsonObject? = null,
@@ -5513,10 +5526,6 @@ internal object AuthMethodTerminalCodec : ValueCodec<AuthMethodTerminal>() {
 }
 
 /**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
  * A detached subagent session that has anything running: its state is not `idle`, or
  * its own `background` list is non-empty or not reported.
  */
@@ -5727,11 +5736,11 @@ internal object BlobResourceContentsCodec : ValueCodec<BlobResourceContents>() {
 
 /**
  * The request was not approved and no option was selected: the session's work was
- * cancelled, the user dismissed the prompt, or the client declined it by policy.
+ * cancelled, the user dismissed the prompt, or the Client declined it by policy.
  * Agents MUST NOT proceed with the operation.
  *
- * The client answers a request the agent cancels with `$/cancel_request` with
- * this outcome. After sending `session/cancel`, the client MAY also send it
+ * The Client answers a request the Agent cancels with `$/cancel_request` with
+ * this outcome. After sending `session/cancel`, the Client MAY also send it
  * without waiting for `$/cancel_request`, for a request it knows belongs to the
  * cancelled foreground work.
  *
@@ -5840,7 +5849,7 @@ internal object CostCodec : ValueCodec<Cost>() {
 public data class EmbeddedResource(
     public val resource: EmbeddedResourceResource,
     /**
-     * Optional annotations that help clients decide how to display or route this content.
+     * Optional annotations that help Clients decide how to display or route this content.
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
@@ -6001,8 +6010,9 @@ public data class IdleStateUpdate(
      *
      * Token usage for completed foreground work.
      *
-     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting token
-     * usage for this state update.
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting token
+     * usage for this state update. A repeated or resume snapshot that carries it MUST NOT
+     * be counted as additional usage.
      */
     public val usage: Usage? = null,
     /**
@@ -6011,7 +6021,7 @@ public data class IdleStateUpdate(
      * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
      * background work, not that nothing is running. `[]` means no background work is
      * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
+     * update for the session.
      *
      * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
@@ -6020,7 +6030,7 @@ public data class IdleStateUpdate(
     /**
      * Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
      *
-     * Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
+     * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting a stop reason.
      *
      * See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
      */
@@ -6111,7 +6121,7 @@ public data class ImageContent(
      */
     public val uri: String? = null,
     /**
-     * Optional annotations that help clients decide how to display or route this content.
+     * Optional annotations that help Clients decide how to display or route this content.
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
@@ -6179,7 +6189,7 @@ internal object ImageContentCodec : ValueCodec<ImageContent>() {
 }
 
 /**
- * Metadata about the implementation of the client or agent.
+ * Metadata about the implementation of the Client or Agent.
  * Describes the name and version of an ACP implementation, with an optional
  * title for UI representation.
  */
@@ -6198,7 +6208,7 @@ public data class Implementation(
      * Intended for UI and end-user contexts and optimized to be human-readable
      * and easily understood.
      *
-     * If not provided, the name should be used for display.
+     * If not provided, the name SHOULD be used for display.
      *
      * Omitted and `null` are equivalent and mean the `name` is used for display.
      */
@@ -6257,7 +6267,7 @@ internal object ImplementationCodec : ValueCodec<Implementation>() {
 /**
  * Response to the `initialize` method.
  *
- * Contains the negotiated protocol version and agent capabilities.
+ * Contains the negotiated protocol version and Agent capabilities.
  *
  * See protocol docs: [Initialization](https://agentclientprotocol.com/protocol/v2/draft/initialization)
  */
@@ -6266,11 +6276,11 @@ public data class InitializeResponse(
     public val info: Implementation,
     public val capabilities: AgentCapabilities? = null,
     /**
-     * Authentication methods supported by the agent.
+     * Authentication methods supported by the Agent.
      *
-     * Optional. Omitted or empty means the agent does not advertise the
+     * Optional. Omitted or empty means the Agent does not advertise the
      * `auth/login` and `auth/logout` methods. Supplying one or more methods means
-     * the agent MUST support both `auth/login` and `auth/logout`.
+     * the Agent MUST support both `auth/login` and `auth/logout`.
      */
     public val authMethods: List<AuthMethod>? = null,
     public val meta: JsonObject? = null,
@@ -6401,20 +6411,20 @@ internal object InjectCapabilitiesCodec : ValueCodec<InjectCapabilities>() {
     }
 }
 
-/** MCP capabilities supported by the agent for session lifecycle requests. */
+/** MCP capabilities supported by the Agent for session lifecycle requests. */
 public data class McpCapabilities(
     /**
      * Agent supports `stdio` MCP servers.
      *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports stdio MCP server transports.
+     * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+     * Supplying `{}` means the Agent supports stdio MCP server transports.
      */
     public val stdio: JsonObject? = null,
     /**
      * Agent supports `http` MCP servers.
      *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports HTTP MCP server transports.
+     * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+     * Supplying `{}` means the Agent supports HTTP MCP server transports.
      */
     public val http: JsonObject? = null,
     public val meta: JsonObject? = null,
@@ -6472,7 +6482,11 @@ internal object McpCapabilitiesCodec : ValueCodec<McpCapabilities>() {
  * Only available when the Agent capabilities include `session.mcp.http`.
  */
 public data class McpServerHttp(
-    /** Human-readable name identifying this MCP server. */
+    /**
+     * Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+     *
+     * Agents reject a request with a duplicate `name` with `-32602`.
+     */
     public val name: String,
     /** URL to the MCP server. */
     public val url: String,
@@ -6541,9 +6555,17 @@ internal object McpServerHttpCodec : ValueCodec<McpServerHttp>() {
  * Only available when the Agent capabilities include `session.mcp.stdio`.
  */
 public data class McpServerStdio(
-    /** Human-readable name identifying this MCP server. */
+    /**
+     * Human-readable name identifying this MCP server. MUST be unique within `mcpServers`.
+     *
+     * Agents reject a request with a duplicate `name` with `-32602`.
+     */
     public val name: String,
-    /** Absolute path to the MCP server executable. */
+    /**
+     * Path to the MCP server executable. Must be an absolute path.
+     *
+     * Agents reject a request with a relative `command` with `-32602`.
+     */
     public val command: String,
     /** Command-line arguments to pass to the MCP server. */
     public val args: List<String>? = null,
@@ -6815,7 +6837,10 @@ internal object PermissionOptionCodec : ValueCodec<PermissionOption>() {
  * See protocol docs: [Plan Entries](https://agentclientprotocol.com/protocol/v2/draft/agent-plan#plan-entries)
  */
 public data class PlanEntry(
-    /** Human-readable description of what this task aims to accomplish. */
+    /**
+     * Human-readable description of what this task aims to accomplish.
+     * May contain Markdown.
+     */
     public val content: String,
     public val priority: PlanEntryPriority,
     public val status: PlanEntryStatus,
@@ -6874,8 +6899,8 @@ public data class PlanItems(
     /**
      * The list of tasks to be accomplished.
      *
-     * When updating an item-based plan, the agent must send a complete list of all entries
-     * with their current status. The client replaces that plan with each update.
+     * The Agent MUST send all entries with their current status.
+     * The Client MUST replace the checklist with this `planId` on each update.
      */
     public val entries: List<PlanEntry>,
     public val meta: JsonObject? = null,
@@ -6972,9 +6997,52 @@ internal object PlanUpdateCodec : ValueCodec<PlanUpdate>() {
 }
 
 /**
+ * The history replay requested by `session/resume` is complete for this session.
+ *
+ * Every update for the session between the `session/resume` request and
+ * this update is replayed history. Every update after it is not.
+ */
+public data class ReplayComplete(
+    public val meta: JsonObject? = null,
+) : SessionUpdate
+
+internal object ReplayCompleteCodec : ValueCodec<ReplayComplete>() {
+    private const val TAG = "ReplayComplete"
+
+    override fun read(r: ValueReader): ReplayComplete {
+        val n = r.mapHeader()
+        r.expectTag(n, TAG)
+        return fields(r, n - 1)
+    }
+
+    fun fields(r: ValueReader, n: Int): ReplayComplete {
+        var f0: JsonObject? = null
+        for (i in 0 until n) {
+            when (val key = r.key()) {
+                "meta" -> f0 = r.field(key) { (if (r.takeNil()) null else r.jsonObject()) }
+                else -> throw DecodeException.unknownField(TAG, key)
+            }
+        }
+        return ReplayComplete(
+            meta = f0,
+        )
+    }
+
+    override fun write(w: ValueWriter, value: ReplayComplete) {
+        val f0 = value.meta
+        w.map(1 + (if (f0 != null) 1 else 0))
+        w.tag(TAG)
+        if (f0 != null) {
+            w.key("meta")
+            w.json(f0)
+        }
+    }
+}
+
+/**
  * Request for user permission to proceed with an operation.
  *
- * Sent when the agent needs authorization before performing a sensitive operation.
+ * Sent when the Agent needs authorization before performing a sensitive operation.
  *
  * See protocol docs: [Requesting Permission](https://agentclientprotocol.com/protocol/v2/draft/tool-calls#requesting-permission)
  */
@@ -7078,7 +7146,7 @@ public data class RequiresActionStateUpdate(
      * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
      * background work, not that nothing is running. `[]` means no background work is
      * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
+     * update for the session.
      *
      * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
@@ -7130,7 +7198,7 @@ internal object RequiresActionStateUpdateCodec : ValueCodec<RequiresActionStateU
 /**
  * References to resources that the receiver may be able to read.
  *
- * All agents MUST support resource links in prompts.
+ * All Agents MUST support resource links in prompts.
  */
 public data class ResourceLink(
     /** Human-readable name shown for this protocol object. */
@@ -7150,7 +7218,7 @@ public data class ResourceLink(
      */
     public val description: String? = null,
     /**
-     * Optional set of sized icons that the client can display in a user interface.
+     * Optional set of sized icons that the Client can display in a user interface.
      *
      * Omitted and `null` are equivalent and mean no icons are provided.
      */
@@ -7168,7 +7236,7 @@ public data class ResourceLink(
      */
     public val size: Long? = null,
     /**
-     * Optional annotations that help clients decide how to display or route this content.
+     * Optional annotations that help Clients decide how to display or route this content.
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
@@ -7275,7 +7343,7 @@ public data class RunningStateUpdate(
      * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
      * background work, not that nothing is running. `[]` means no background work is
      * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
+     * update for the session.
      *
      * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
@@ -7325,10 +7393,12 @@ internal object RunningStateUpdateCodec : ValueCodec<RunningStateUpdate>() {
 }
 
 /**
- * The user selected one of the provided options.
+ * The user selected an option. Selection is not approval by itself.
  *
- * If `optionId` doesn't match an offered option, the agent MUST treat the request as not
- * approved.
+ * The Agent MUST match `optionId` against the options it offered in this request.
+ * For `reject_once` or `reject_always`, the Agent MUST NOT perform the requested
+ * operation. If no option matches or the Agent does not understand its `kind`,
+ * the Agent MUST NOT treat the response as approval.
  */
 public data class SelectedPermissionOutcome(
     public val optionId: PermissionOptionId,
@@ -7376,8 +7446,8 @@ internal object SelectedPermissionOutcomeCodec : ValueCodec<SelectedPermissionOu
 /**
  * Capabilities for additional session directories support.
  *
- * Supplying `{}` means the agent supports the `additionalDirectories` field on
- * supported session lifecycle requests. Agents may return
+ * Supplying `{}` means the Agent supports the `additionalDirectories` field on
+ * supported session lifecycle requests. Agents MAY return
  * `SessionInfo.additionalDirectories` in `session/list` to report the
  * complete ordered additional-root list associated with a listed session.
  */
@@ -7416,13 +7486,13 @@ internal object SessionAdditionalDirectoriesCapabilitiesCodec : ValueCodec<Sessi
 }
 
 /**
- * Session capabilities supported by the agent.
+ * Session capabilities supported by the Agent.
  *
- * Supplying `{}` means the agent supports the baseline session methods:
+ * Supplying `{}` means the Agent supports the baseline session methods:
  * `session/new`, `session/list`, `session/resume`, `session/close`,
  * `session/prompt`, `session/cancel`, and `session/update`.
  *
- * Agents that support sessions **MAY** support additional session methods,
+ * Agents that support sessions MAY support additional session methods,
  * prompt content types, and MCP transports by specifying additional
  * capabilities.
  *
@@ -7431,9 +7501,9 @@ internal object SessionAdditionalDirectoriesCapabilitiesCodec : ValueCodec<Sessi
 public data class SessionCapabilities(
     public val meta: JsonObject? = null,
     /**
-     * MCP capabilities supported by the agent for session lifecycle requests.
+     * MCP capabilities supported by the Agent for session lifecycle requests.
      *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise MCP
+     * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise MCP
      * server transport support for sessions.
      */
     public val mcp: McpCapabilities? = null,
@@ -7442,20 +7512,20 @@ public data class SessionCapabilities(
      *
      * This capability is not part of the spec yet, and may be removed or changed at any point.
      *
-     * Whether the agent supports `session/status`.
+     * Whether the Agent supports `session/status`.
      *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports checking session status.
+     * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+     * Supplying `{}` means the Agent supports checking session status.
      */
     public val status: SessionStatusCapabilities? = null,
     /**
-     * Whether the agent supports `additionalDirectories` on supported session lifecycle requests.
+     * Whether the Agent supports `additionalDirectories` on supported session lifecycle requests.
      *
-     * Optional. Omitted and `null` are equivalent and mean the agent does not advertise support.
-     * Supplying `{}` means the agent supports `additionalDirectories` on
+     * Optional. Omitted and `null` are equivalent and mean the Agent does not advertise support.
+     * Supplying `{}` means the Agent supports `additionalDirectories` on
      * supported session lifecycle requests.
      *
-     * Agents may return `SessionInfo.additionalDirectories` to report the
+     * Agents MAY return `SessionInfo.additionalDirectories` to report the
      * complete ordered additional-root list associated with a listed session.
      */
     public val additionalDirectories: SessionAdditionalDirectoriesCapabilities? = null,
@@ -7569,7 +7639,7 @@ public data class SessionInfo(
     /** The working directory for this session. Must be an absolute path. */
     public val cwd: String,
     /**
-     * Additional workspace roots reported for this session. Each path must be absolute.
+     * Additional workspace roots reported for this session. Each path MUST be absolute.
      *
      * When present, this is the complete ordered additional-root list reported
      * by the Agent. Omitted and empty values are equivalent: the response
@@ -7734,7 +7804,7 @@ internal object SessionInfoUpdateCodec : ValueCodec<SessionInfoUpdate>() {
  *
  * Capabilities for the `session/status` method.
  *
- * Supplying `{}` means the agent supports checking session status.
+ * Supplying `{}` means the Agent supports checking session status.
  */
 public data class SessionStatusCapabilities(
     public val meta: JsonObject? = null,
@@ -7786,8 +7856,8 @@ public data class SessionStatusResponse(
      * The session's current foreground state, as the same snapshot the Agent sends in
      * `state_update` notifications.
      *
-     * Optional. Agents SHOULD include it when `status` is `open`. Omitted, `null`, and
-     * malformed values mean the Agent is not reporting foreground state, and Clients
+     * Optional. Agents SHOULD include it when `status` is `open`. Omitted and `null`
+     * mean the Agent is not reporting foreground state, and Clients
      * MUST NOT read that as `idle`. This is a snapshot, not a new transition. Clients
      * MUST NOT count an `idle` snapshot as a new completion.
      */
@@ -7841,7 +7911,7 @@ internal object SessionStatusResponseCodec : ValueCodec<SessionStatusResponse>()
 /**
  * Text content. May be plain text or formatted with Markdown.
  *
- * All agents MUST support text content blocks in prompts.
+ * All Agents MUST support text content blocks in prompts.
  * Clients SHOULD render this text as CommonMark and MAY support GitHub Flavored Markdown
  * extensions.
  */
@@ -7849,7 +7919,7 @@ public data class TextContent(
     /** Text payload carried by this content block. */
     public val text: String,
     /**
-     * Optional annotations that help clients decide how to display or route this content.
+     * Optional annotations that help Clients decide how to display or route this content.
      *
      * Omitted and `null` are equivalent and mean no annotations are provided.
      */
@@ -8071,12 +8141,12 @@ public data class ToolCallUpdate(
      *
      * This field is optional and has patch semantics. Omission means no
      * change, `null` clears the name, and a string replaces it. For a tool
-     * call ID the client has not seen before, omission or `null` means that no
+     * call ID the Client has not seen before, omission or `null` means that no
      * tool name is available.
      */
     public val name: String? = null,
     /**
-     * Human-readable title describing what the tool is doing.
+     * Human-readable plain-text title describing what the tool is doing.
      *
      * Omission leaves the title unchanged, `null` unsets it, and a string replaces it.
      * A new tool call starts without a title.
@@ -8084,7 +8154,7 @@ public data class ToolCallUpdate(
     public val title: String? = null,
     /**
      * The category of tool being invoked.
-     * Helps clients choose appropriate icons and UI treatment.
+     * Helps Clients choose appropriate icons and UI treatment.
      *
      * Omission leaves the kind unchanged, `null` resets it to `other`, and a value replaces it.
      * A new tool call starts as `other`.
@@ -8094,14 +8164,15 @@ public data class ToolCallUpdate(
      * Current execution status of the tool call.
      *
      * Omission leaves the status unchanged, `null` resets it to `pending`, and a value
-     * replaces it. A new tool call starts as `pending`.
+     * replaces it. A new tool call starts as `pending`. Agents do not move a tool call
+     * back to `pending` once it has another status.
      */
     public val status: ToolCallStatus? = null,
     /** Content produced by the tool call. */
     public val content: List<ToolCallContent>? = null,
     /**
      * File locations affected by this tool call.
-     * Enables "follow-along" features in clients.
+     * Enables "follow-along" features in Clients.
      */
     public val locations: List<JsonObject>? = null,
     /** Raw input parameters sent to the tool. */
@@ -8268,10 +8339,6 @@ internal object TurnFailureCodec : ValueCodec<TurnFailure>() {
 }
 
 /**
- * **UNSTABLE**
- *
- * This capability is not part of the spec yet, and may be removed or changed at any point.
- *
  * The Agent cannot currently determine foreground activity.
  * This replaces previously confirmed activity without ending the work or session.
  */
@@ -8282,7 +8349,7 @@ public data class UnknownStateUpdate(
      * Optional. Omitted and `null` are equivalent and mean the Agent is not reporting
      * background work, not that nothing is running. `[]` means no background work is
      * running. An Agent that reports background work MUST include it on every state
-     * update for the session. A malformed list is treated as not reported.
+     * update for the session.
      *
      * See protocol docs: [Background Work](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#background-work)
      */
@@ -8517,7 +8584,7 @@ internal object UsageUpdateCodec : ValueCodec<UsageUpdate>() {
  * A user message has been created or updated.
  *
  * Agents can send this when they accept or replay a user message. When a
- * client receives another `user_message` update with the same `messageId`,
+ * Client receives another `user_message` update with the same `messageId`,
  * fields in the new update patch the previous fields for that message.
  */
 public data class UserMessage(
@@ -9173,6 +9240,7 @@ internal val VALUE_CODECS: Map<KClass<*>, ValueCodec<*>> = mapOf(
     PlanEntry::class to PlanEntryCodec,
     PlanItems::class to PlanItemsCodec,
     PlanUpdate::class to PlanUpdateCodec,
+    ReplayComplete::class to ReplayCompleteCodec,
     RequestPermissionRequest::class to RequestPermissionRequestCodec,
     RequiresActionStateUpdate::class to RequiresActionStateUpdateCodec,
     ResourceLink::class to ResourceLinkCodec,

@@ -762,10 +762,23 @@ impl Builder<'_> {
         let mut decoders = Vec::new();
         for t in types.iter().filter(|t| !(nullable && **t == "null")) {
             decoders.push(match *t {
-                "string" => match obj.get("pattern").and_then(Value::as_str) {
-                    Some(p) => format!("d.string(new RegExp({}))", json_string(p)),
-                    None => "d.string()".into(),
-                },
+                "string" => {
+                    let pattern = obj.get("pattern").and_then(Value::as_str).map(|p| format!("new RegExp({})", json_string(p)));
+                    let length = |k: &str| obj.get(k).and_then(Value::as_u64);
+                    match (pattern, length("minLength"), length("maxLength")) {
+                        (None, None, None) => "d.string()".into(),
+                        (Some(p), None, None) => format!("d.string({p})"),
+                        (p, min, max) => {
+                            let or_undefined = |v: Option<String>| v.unwrap_or_else(|| "undefined".into());
+                            format!(
+                                "d.string({}, {}, {})",
+                                or_undefined(p),
+                                or_undefined(min.map(|n| n.to_string())),
+                                or_undefined(max.map(|n| n.to_string()))
+                            )
+                        }
+                    }
+                }
                 "integer" => {
                     let (min, max) = integer_bounds(obj);
                     format!("d.integer({})", bounds_args(min, max))

@@ -45,6 +45,8 @@ export function describeUpdate(update: SessionUpdate): string {
       return `${update.used}/${update.size}`;
     case "session_info_update":
       return `title ${update.title === undefined ? "unchanged" : update.title ?? "cleared"}`;
+    case "replay_complete":
+      return "replay complete";
     case "_acp-inject/pending":
       return `${update.pending.length} pending`;
     case "_acp-inject/session_closed":

@@ -129,13 +129,24 @@ export const boolean: Decoder<boolean> = (value, path) =>
 export const nullValue: Decoder<null> = (value, path) =>
   value === null ? null : fail(path, `expected null, got ${describe(value)}`);
 
-export function string(pattern?: RegExp): Decoder<string> {
+/** A string, optionally matching `pattern` and of `minLength` to `maxLength` characters
+ *  (counted as JSON Schema counts them: code points, not UTF-16 units). */
+export function string(pattern?: RegExp, minLength?: number, maxLength?: number): Decoder<string> {
   return (value, path) => {
     if (typeof value !== "string") {
       return fail(path, `expected a string, got ${describe(value)}`);
     }
     if (pattern !== undefined && !pattern.test(value)) {
       return fail(path, `expected a string matching ${pattern.source}, got ${describe(value)}`);
+    }
+    if (minLength !== undefined || maxLength !== undefined) {
+      const length = [...value].length;
+      if (minLength !== undefined && length < minLength) {
+        return fail(path, `expected at least ${minLength} character(s), got ${length}`);
+      }
+      if (maxLength !== undefined && length > maxLength) {
+        return fail(path, `expected at most ${maxLength} character(s), got ${length}`);
+      }
     }
     return value;
   };

@@ -53,7 +53,7 @@ export const ErrorObject$: d.Decoder<T.ErrorObject> = d.struct<T.ErrorObject>("E
   { member: "code", equals: -32022, require: ["data"], members: { message: d.constant("Unsupported protocol version"), data: UnsupportedProtocolVersionErrorData$ } },
 ]);
 
-export const IdempotencyKey$: d.Decoder<T.IdempotencyKey> = d.string();
+export const IdempotencyKey$: d.Decoder<T.IdempotencyKey> = d.string(undefined, 1, 255);
 
 export const ToolCallId$: d.Decoder<T.ToolCallId> = d.string();
 

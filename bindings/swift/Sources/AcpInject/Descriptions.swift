@@ -113,6 +113,7 @@ extension SessionUpdate: CustomStringConvertible {
         case .planUpdate: return "planUpdate"
         case let .usageUpdate(u): return "usageUpdate \(u.used)/\(u.size)"
         case .sessionInfoUpdate: return "sessionInfoUpdate"
+        case .replayComplete: return "replayComplete"
         case let .acpInjectPending(p): return "pending [\(p.pending.map(\.description).joined(separator: ", "))]"
         case .acpInjectSessionClosed: return "sessionClosed"
         case let .other(tag, _): return "\(tag) (unknown update)"

@@ -505,7 +505,7 @@ impl ClientConnection {
         }
         let (item, event) = mirror.sending(ItemMode::Prompt, content.clone());
         self.session_event(session_id, event);
-        let params = PromptRequest::new(session_id.clone(), content);
+        let params = PromptRequest::new(session_id.clone(), content).idempotency_key(fresh_key());
         Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: true }))
     }
 
@@ -525,7 +525,7 @@ impl ClientConnection {
         mirror.check_inject(mode)?;
         let (item, event) = mirror.sending(mode.into(), content.clone());
         self.session_event(session_id, event);
-        let params = InjectRequest::new(session_id.clone(), mode, content);
+        let params = InjectRequest::new(session_id.clone(), mode, content).idempotency_key(fresh_key());
         Ok(self.send(&params, Some(session_id), Flight::Accept { item, prompt: false }))
     }
 
@@ -635,4 +635,12 @@ impl ClientConnection {
     fn session_event(&mut self, session_id: &SessionId, event: SessionEvent) {
         self.events.push_back(Event::Session { session_id: session_id.clone(), event });
     }
+}
+
+/// A fresh idempotency key for one submission (C-IDEM-1): a random version 4 UUID, as upstream
+/// suggests ("Generates a key from a random version 4 UUID"), so that no other client of the
+/// session picks the same one.
+pub(crate) fn fresh_key() -> acp_inject_wire::IdempotencyKey {
+    acp_inject_wire::IdempotencyKey::try_from(uuid::Uuid::new_v4().to_string())
+        .unwrap_or_else(|e| unreachable!("a UUID is 36 characters: {e}"))
 }

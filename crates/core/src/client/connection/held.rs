@@ -79,10 +79,11 @@ impl ClientConnection {
         let content = mirror.item_content(item).map(<[ContentBlock]>::to_vec).unwrap_or_default();
         let call = self.held_calls.remove(&(session_id.clone(), item));
         let id = call.clone().unwrap_or_else(|| self.next_id());
-        let params = PromptRequest::new(session_id.clone(), content);
+        let v1 = self.v1();
+        // A version 1 agent knows no idempotency keys (C-IDEM-1 is for version 2).
+        let params = PromptRequest::new(session_id.clone(), content).idempotency_key((!v1).then(super::fresh_key));
         self.outbox.push_back(jsonrpc::request_line(&id, &params));
         let session = Some(session_id.clone());
-        let v1 = self.v1();
         let Some(mirror) = self.sessions.get_mut(session_id) else { return };
         if v1 {
             self.in_flight.insert(id, InFlight { session: session.clone(), flight: Flight::V1Turn });

@@ -40,6 +40,7 @@ fun kindOf(activity: SessionActivity): String = when (activity) {
     is PlanUpdate -> "plan"
     is UsageUpdate -> "usage"
     is SessionInfoUpdate -> "info"
+    is ReplayComplete -> "replay complete"
     is PendingInjectsUpdate -> "pending injects"
     is SessionClosedUpdate -> "closed update"
     is OtherSessionUpdate -> "other ${activity.tag}"

@@ -5,7 +5,12 @@
 //!
 //! A dropped network ends the connection with [`TransportError::Closed`]. The sessions live on
 //! in the agent: connect again and resume them ([`Connection::resume`] with replay), which
-//! brings back the transcript and the pending list.
+//! brings back the transcript and the pending list. Over Streamable HTTP a connection
+//! outlives its TCP connections: an SSE stream that breaks is opened again from the last event
+//! read, and a prompt or inject whose POST got no answer (the network broke after the agent
+//! may have accepted it) is sent again with the same idempotency key, up to three more times
+//! (after 0.1, 0.4 and 1.6 s), so it is accepted exactly once; any other request whose POST
+//! got no answer ends the connection.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -323,6 +328,27 @@ struct Routes {
 const SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A reqwest error's text without the URL it carries (which may hold a secret).
+/// The pauses before each new attempt of a keyed prompt or inject whose POST got no answer.
+const RETRY_PAUSES: [std::time::Duration; 3] =
+    [std::time::Duration::from_millis(100), std::time::Duration::from_millis(400), std::time::Duration::from_millis(1600)];
+
+/// A `session/prompt` or `session/inject` request carrying an `idempotencyKey`: sending it
+/// again cannot submit it twice.
+fn keyed_submission(envelope: &route::Envelope, line: &str) -> bool {
+    use acp_inject_core::wire::methods;
+    let submission = matches!(envelope.method.as_deref(), Some(methods::SESSION_PROMPT | methods::SESSION_INJECT));
+    #[derive(serde::Deserialize)]
+    struct Keyed {
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "idempotencyKey")]
+        key: Option<String>,
+    }
+    submission && envelope.is_request() && serde_json::from_str::<Keyed>(line).is_ok_and(|k| k.params.key.is_some())
+}
+
 fn redacted_error(e: &reqwest::Error) -> String {
     match e.url() {
         Some(url) => e.to_string().replace(url.as_str(), &crate::redacted_url(url.as_str())),
@@ -413,15 +439,33 @@ impl HttpBridge {
                 return Ok(());
             }
         }
-        let mut request =
-            self.request(reqwest::Method::POST).header(reqwest::header::CONTENT_TYPE, "application/json").body(line.to_owned());
-        if let Some(session) = &session {
-            request = request.header(HEADER_SESSION_ID, session);
-            if let (true, Some(id)) = (envelope.is_request(), &envelope.id) {
-                lock(&self.routes).waiting.insert(id.clone(), session.clone());
+        let post = || {
+            let request =
+                self.request(reqwest::Method::POST).header(reqwest::header::CONTENT_TYPE, "application/json").body(line.to_owned());
+            match &session {
+                Some(session) => request.header(HEADER_SESSION_ID, session),
+                None => request,
+            }
+        };
+        if let (Some(session), true, Some(id)) = (&session, envelope.is_request(), &envelope.id) {
+            lock(&self.routes).waiting.insert(id.clone(), session.clone());
+        }
+        let mut sent = post().send().await;
+        // A prompt or inject with an idempotency key may go again when its POST got no answer
+        // (the connection broke before the agent's status line came back, so whether it was
+        // accepted is unknown): the agent answers a retry with the original id and never
+        // accepts it twice (R-IDEM-2; the same key on every attempt, C-IDEM-1). Anything else is
+        // not sent twice.
+        if sent.is_err() && keyed_submission(&envelope, line) {
+            for pause in RETRY_PAUSES {
+                tokio::time::sleep(pause).await;
+                sent = post().send().await;
+                if sent.is_ok() {
+                    break;
+                }
             }
         }
-        let response = request.send().await.map_err(|e| format!("cannot reach the agent: {}", redacted_error(&e)))?;
+        let response = sent.map_err(|e| format!("cannot reach the agent: {}", redacted_error(&e)))?;
         if response.status().is_success() {
             return Ok(());
         }

@@ -758,10 +758,15 @@ enum Drop_ {
 }
 
 /// A TCP relay that can drop the one connection carrying a given session's SSE stream (the
-/// `GET` with its `Acp-Session-Id`), leaving the others alone.
+/// `GET` with its `Acp-Session-Id`), leaving the others alone; or cut the connection that
+/// carries the next request of a method once the agent has it, before its answer comes back.
 struct SniffingRelay {
     addr: SocketAddr,
     links: Arc<Mutex<Vec<Link>>>,
+    /// `"method":"…"` of the next request whose answer is cut off ([`SniffingRelay::cut_answer_to`]).
+    armed: Arc<Mutex<Option<String>>>,
+    /// How many answers were cut off.
+    cut: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 struct Link {
@@ -780,9 +785,14 @@ impl SniffingRelay {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let links: Arc<Mutex<Vec<Link>>> = Arc::default();
-        let l = Arc::clone(&links);
+        let armed: Arc<Mutex<Option<String>>> = Arc::default();
+        let cut = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (l, armed_all, cut_all) = (Arc::clone(&links), Arc::clone(&armed), Arc::clone(&cut));
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
+                let cut_here = Arc::new(AtomicBool::new(false));
+                let (armed_up, cut_up, cut_down, cut_count) =
+                    (Arc::clone(&armed_all), Arc::clone(&cut_here), Arc::clone(&cut_here), Arc::clone(&cut_all));
                 let Ok(outbound) = TcpStream::connect(to).await else { continue };
                 let (mut in_read, mut in_write) = inbound.into_split();
                 let (mut out_read, mut out_write) = outbound.into_split();
@@ -808,6 +818,14 @@ impl SniffingRelay {
                             }
                         };
                         let seen = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                        {
+                            let mut armed = armed_up.lock().unwrap();
+                            if armed.as_ref().is_some_and(|m| seen.contains(m.as_str())) {
+                                // The agent gets this request whole; its answer will not come back.
+                                *armed = None;
+                                cut_up.store(true, Ordering::SeqCst);
+                            }
+                        }
                         if seen.starts_with("get ") {
                             if let Some(at) = seen.find("acp-session-id: ") {
                                 let rest = &seen[at + "acp-session-id: ".len()..];
@@ -828,6 +846,12 @@ impl SniffingRelay {
                         tokio::select! {
                             r = out_read.read(&mut buf) => match r {
                                 Ok(0) | Err(_) => return,
+                                // The answer to the request cut off: the connection breaks
+                                // before the client reads a byte of it.
+                                Ok(_) if cut_down.load(Ordering::SeqCst) => {
+                                    cut_count.fetch_add(1, Ordering::SeqCst);
+                                    return;
+                                }
                                 Ok(n) => if in_write.write_all(&buf[..n]).await.is_err() { return },
                             },
                             () = stop_down.notified() => break,
@@ -842,7 +866,18 @@ impl SniffingRelay {
                 l.lock().unwrap().push(Link { tag, stop, silent, tasks: [up, down] });
             }
         });
-        SniffingRelay { addr, links }
+        SniffingRelay { addr, links, armed, cut }
+    }
+
+    /// Cuts the connection carrying the next request of `method` after the agent got it,
+    /// before the client reads the agent's answer to that POST.
+    fn cut_answer_to(&self, method: &str) {
+        *self.armed.lock().unwrap() = Some(format!("\"method\":\"{method}\""));
+    }
+
+    /// How many answers [`SniffingRelay::cut_answer_to`] cut off.
+    fn answers_cut(&self) -> usize {
+        self.cut.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Drops the connection carrying `session`'s stream; `false` when none is seen yet.
@@ -947,4 +982,45 @@ async fn last_event_id_resends_what_followed_it_within_the_window() {
     let gone = get(Some("0")).send().await.unwrap();
     assert_eq!(gone.status().as_u16(), 410, "older than the window");
     assert!(gone.text().await.unwrap().contains("resume the session"));
+}
+
+/// The network breaks between the agent's acceptance of a prompt, and of an inject, and the
+/// answer to their POSTs: the client sends each again with its idempotency key (C-IDEM-1), and
+/// the agent answers the retry with the original id without accepting it twice (R-IDEM-2).
+/// Exactly one copy of each is accepted, and the calls succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy() {
+    let server = AgentServer::new(Arc::new(Streamer { chunks: 40 }), ServeOptions { config: config(), store: None }).unwrap();
+    let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions::default()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(listener.serve(std::future::pending()));
+    let relay = SniffingRelay::to(addr).await;
+    let conn = Endpoint::new(format!("http://{}/acp", relay.addr)).connect(ConnectOptions::default()).await.unwrap();
+    let s = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+
+    relay.cut_answer_to("session/prompt");
+    let prompt = s.prompt(text("stream")).await.expect("the prompt's call succeeds after the retry");
+    assert_eq!(relay.answers_cut(), 1, "the prompt's answer was cut off");
+    relay.cut_answer_to("session/inject");
+    let inject = s.inject(acp_inject_core::wire::InjectMode::Queue, text("then this")).await.expect("the inject's call succeeds");
+    assert_eq!(relay.answers_cut(), 2, "the inject's answer was cut off");
+
+    let done = until(&s, "both turns' ends", |snap| {
+        snap.state == TurnState::Idle
+            && snap.transcript.iter().filter(|e| e.role == acp_inject_core::client::MessageRole::User).count() >= 2
+    })
+    .await;
+    let users: Vec<String> =
+        done.transcript.iter().filter(|e| e.role == acp_inject_core::client::MessageRole::User).map(|e| text_of(&e.content)).collect();
+    assert_eq!(users, ["stream", "then this"], "one copy of each");
+    let ids: Vec<String> = done
+        .transcript
+        .iter()
+        .filter(|e| e.role == acp_inject_core::client::MessageRole::User)
+        .map(|e| e.message_id.0.clone())
+        .collect();
+    assert_eq!(ids, [prompt.clone().map(|m| m.0).unwrap_or_default(), inject.0.clone()], "the answers carry the accepted ids");
+    let _ = (prompt, inject);
+    conn.close().await;
+    server.shutdown().await;
 }

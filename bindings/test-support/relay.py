@@ -11,7 +11,12 @@ connection to ``HOST:PORT``. Reads commands on stdin, one per line:
 - ``drop-stream SESSION`` drops the one connection carrying that session's Streamable HTTP
   stream (the ``GET`` with its ``Acp-Session-Id``) the way a relay that gives up without
   telling the agent does: the client's side is reset, the agent's stays open and what it
-  writes is read and dropped. Answers ``dropped``, or ``none`` when no such stream is open.
+  writes is read and dropped. Answers ``dropped``, or ``none`` when no such stream is open;
+- ``cut-answer METHOD`` arms a cut: the connection that carries the next request of
+  ``METHOD`` (``"method":"METHOD"`` in what the client sends) reaches the agent whole, and is
+  reset both ways as soon as the agent starts answering it, so the client never reads the
+  answer to that POST. Answers ``armed``;
+- ``answers-cut`` answers ``cut N``: how many answers were cut off so far.
 
 Exits when stdin ends. Standard library only (the Swift tests run it in their chroot).
 """
@@ -21,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import Optional, Set
+from typing import List, Optional, Set
 
 
 class Link:
@@ -32,11 +37,14 @@ class Link:
         self.inbound, self.outbound = inbound, outbound
         self.session: Optional[str] = None
         self.silenced = False
+        self.cut_answer = False
 
 
 async def main(target: str) -> None:
     host, port = target.rsplit(":", 1)
     links: Set[Link] = set()
+    armed: List[Optional[str]] = [None]
+    answers_cut = [0]
 
     async def up(reader: asyncio.StreamReader, link: Link) -> None:
         try:
@@ -44,6 +52,9 @@ async def main(target: str) -> None:
                 text = data.decode("latin-1").lower()
                 if text.startswith("get ") and "acp-session-id: " in text:
                     link.session = text.split("acp-session-id: ", 1)[1].split("\r\n", 1)[0].strip()
+                if armed[0] is not None and armed[0] in text:
+                    armed[0] = None
+                    link.cut_answer = True
                 if link.silenced:
                     continue
                 link.outbound.write(data)
@@ -57,6 +68,13 @@ async def main(target: str) -> None:
     async def down(reader: asyncio.StreamReader, link: Link) -> None:
         try:
             while data := await reader.read(65536):
+                if link.cut_answer:
+                    # The answer to the armed request: the connection breaks before a byte of
+                    # it reaches the client.
+                    answers_cut[0] += 1
+                    link.inbound.transport.abort()
+                    link.outbound.transport.abort()
+                    return
                 if link.silenced:
                     continue  # read and dropped: the agent is not told
                 link.inbound.write(data)
@@ -98,6 +116,11 @@ async def main(target: str) -> None:
                 link.silenced = True
                 link.inbound.transport.abort()
             print("dropped" if found else "none", flush=True)
+        elif len(command) == 2 and command[0] == "cut-answer":
+            armed[0] = f'"method":"{command[1]}"'.lower()
+            print("armed", flush=True)
+        elif command == ["answers-cut"]:
+            print(f"cut {answers_cut[0]}", flush=True)
     server.close()
 
 

@@ -156,6 +156,47 @@ def test_a_dropped_session_stream_loses_nothing() -> None:
     asyncio.run(a_dropped_stream_loses_nothing())
 
 
+async def a_cut_before_the_answer_leaves_one_copy() -> None:
+    agent, url = await start([reference_agent(), "--listen", "127.0.0.1:0", "--delay-ms", "20", "--chunks", "20", "--tools", "0"])
+    port = url.split("://")[1].split("/")[0]
+    relay, relayed = await start([sys.executable, str(RELAY), port])
+    assert relay.stdin is not None and relay.stdout is not None
+
+    async def command(line: str) -> str:
+        assert relay.stdin is not None and relay.stdout is not None
+        relay.stdin.write(f"{line}\n".encode())
+        await relay.stdin.drain()
+        return (await relay.stdout.readline()).decode().strip()
+
+    try:
+        client = await acp.connect(f"http://{relayed}/acp", name="python-remote-test")
+        session = await client.new_session("/tmp")
+        # The network breaks after the agent accepted each, before the POST's answer: the
+        # client sends it again with its idempotency key, and the agent keeps one copy.
+        assert await command("cut-answer session/prompt") == "armed"
+        turn = await session.prompt("first")
+        assert await command("answers-cut") == "cut 1"
+        assert await command("cut-answer session/inject") == "armed"
+        later = await session.inject("second", InjectMode.QUEUE)
+        assert await command("answers-cut") == "cut 2"
+        done = await until(session, "both turns", lambda s: s.state == TurnState.IDLE and len(users(s)) >= 2)
+        assert users(done) == ["first", "second"]
+        ids = [e.message_id for e in done.transcript if e.role == acp.MessageRole.USER]
+        assert ids == [turn.message_id, later]
+        # What the agent recorded: one copy of each, on a fresh connection's replay.
+        check = await acp.connect(url, name="python-remote-check")
+        assert users((await check.resume(session.id, "/tmp", replay=True)).snapshot()) == ["first", "second"]
+        await check.close()
+        await client.close()
+    finally:
+        await stop(relay)
+        await stop(agent)
+
+
+def test_a_cut_between_acceptance_and_answer_leaves_one_copy() -> None:
+    asyncio.run(a_cut_before_the_answer_leaves_one_copy())
+
+
 class Echo(acp.Agent):
     async def run(self, turn: acp.Turn, messages: List[acp.UserInput]) -> None:
         turn.say("echo: " + " ".join(text_of(m.content) for m in messages))

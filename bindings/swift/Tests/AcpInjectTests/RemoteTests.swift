@@ -144,6 +144,35 @@ final class RemoteTests: XCTestCase {
         try await client.close()
     }
 
+    /// The network breaks after the agent accepted a prompt, then an inject, before the answer
+    /// to its POST: the client sends each again with its idempotency key, and the agent keeps
+    /// one copy of each (R-IDEM-2, C-IDEM-1).
+    func testACutBetweenAcceptanceAndAnswerLeavesOneCopy() async throws {
+        let agent = try Started([agentBinary(), "--listen", "127.0.0.1:0", "--delay-ms", "20", "--chunks", "20", "--tools", "0"])
+        defer { agent.stop() }
+        let port = agent.line.components(separatedBy: "://")[1].components(separatedBy: "/")[0]
+        let relay = try Started(["python3", relayScript, port])
+        defer { relay.stop() }
+        let client = try await connect(url: "http://\(relay.line)/acp", name: "swift-remote-test")
+        let session = try await client.newSession(cwd: "/tmp")
+        try relay.command("cut-answer session/prompt", answer: "armed")
+        let turn = try await session.prompt("first")
+        try relay.command("answers-cut", answer: "cut 1")
+        try relay.command("cut-answer session/inject", answer: "armed")
+        let later = try await session.inject("second")
+        try relay.command("answers-cut", answer: "cut 2")
+        try await until(session) { $0.state == .idle && users($0).count >= 2 }
+        let done = try session.snapshot()
+        XCTAssertEqual(users(done), ["first", "second"])
+        XCTAssertEqual(done.transcript.filter { $0.role == .user }.map(\.messageId), [turn.messageId, later].compactMap { $0 })
+        // What the agent recorded: one copy of each, on a fresh connection's replay.
+        let check = try await connect(url: agent.line, name: "swift-remote-check")
+        let replayed = try await check.resume(session.id, cwd: "/tmp", replay: true).snapshot()
+        XCTAssertEqual(users(replayed), ["first", "second"])
+        try await check.close()
+        try await client.close()
+    }
+
     func testAWrongSchemeOrTokenIsATypedError() async throws {
         // `env NAME=VALUE program …`: the token reaches the agent through its environment.
         let agent = try Started(["ACP_TOKEN=\(secret)", agentBinary(), "--listen", "127.0.0.1:0", "--token-env", "ACP_TOKEN"])

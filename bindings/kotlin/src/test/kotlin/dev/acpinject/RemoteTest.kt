@@ -132,6 +132,37 @@ class RemoteTest {
         }
     }
 
+    /** The network breaks after the agent accepted a prompt, then an inject, before the answer to
+     *  its POST: the client sends each again with its idempotency key, and the agent keeps one
+     *  copy of each (R-IDEM-2, C-IDEM-1). */
+    @Test
+    fun `a cut between acceptance and answer over Streamable HTTP leaves one copy`() = coTest(90.seconds) {
+        val agent = Started(referenceAgent("--listen", "127.0.0.1:0", "--delay-ms", "20", "--chunks", "20", "--tools", "0"))
+        val relay = Started(listOf("python3", RELAY, agent.line.substringAfter("://").substringBefore("/")))
+        fun MirrorSnapshot.users() = transcript.filter { it.role == MessageRole.USER }
+        agent.use {
+            relay.use {
+                connect("http://${relay.line}/acp", name = "kotlin-remote-test").use { client ->
+                    val session = client.newSession("/tmp")
+                    withContext(Dispatchers.IO) { relay.command("cut-answer session/prompt", "armed") }
+                    val turn = session.prompt("first")
+                    withContext(Dispatchers.IO) { relay.command("answers-cut", "cut 1") }
+                    withContext(Dispatchers.IO) { relay.command("cut-answer session/inject", "armed") }
+                    val later = session.inject("second")
+                    withContext(Dispatchers.IO) { relay.command("answers-cut", "cut 2") }
+                    val done = session.until("both turns") { it.state == TurnState.IDLE && it.users().size >= 2 }
+                    assertEquals(listOf("first", "second"), done.users().map { textOf(it.content) })
+                    assertEquals(listOf(turn.messageId, later), done.users().map { it.messageId })
+                    // What the agent recorded: one copy of each, on a fresh connection's replay.
+                    connect(agent.line, name = "kotlin-remote-check").use { check ->
+                        val replayed = check.resume(session.id, "/tmp").snapshot()
+                        assertEquals(listOf("first", "second"), replayed.users().map { textOf(it.content) })
+                    }
+                }
+            }
+        }
+    }
+
     private class Echo : Agent() {
         override suspend fun run(turn: AgentTurn, messages: List<UserInput>): TurnEnd? {
             turn.say("echo: " + messages.joinToString(" ") { textOf(it.content) })

@@ -132,7 +132,7 @@ private fun driveClient(run: VectorRun) {
             fun sent(): List<String> {
                 val sent = client.takeOutgoing()
                 val twin = lined.takeOutgoing()
-                if (twin != sent) mismatch("receiveLine's twin sent $twin, receive's $sent")
+                if (withoutKeys(twin) != withoutKeys(sent)) mismatch("receiveLine's twin sent $twin, receive's $sent")
                 return sent
             }
             while (true) {
@@ -224,3 +224,9 @@ fun main(args: Array<String>) {
     println("${files.size - failed} passed, $failed failed")
     exitProcess(if (failed > 0 || files.isEmpty()) 1 else 0)
 }
+
+private val KEY = Regex("\"idempotencyKey\":\"[^\"]*\"")
+
+/** The lines with their idempotency keys masked: each client draws fresh random keys
+ *  (C-IDEM-1), so the twins agree on everything else. */
+private fun withoutKeys(lines: List<String>): List<String> = lines.map { KEY.replace(it, "\"idempotencyKey\":\"…\"") }

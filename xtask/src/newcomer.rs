@@ -10,6 +10,10 @@
 //! so a clone building into the caller's own directory would replace the caller's artifacts
 //! (the running `xtask` binary included) with builds of the committed HEAD. The first run
 //! builds the dependencies of `xtask` and `crates/ffi` there once (a few minutes).
+//!
+//! A run in a checkout that is itself such a clone (nothing beside it, HEAD with no change or
+//! untracked file: a CI job's fresh clone) needs no second one: the run's `codegen --check`
+//! stage ran in it, and the stage says so instead of building the tree again.
 
 use std::path::Path;
 use std::process::Command;
@@ -18,7 +22,17 @@ use crate::process::{self, run_ok, Echo};
 use crate::test::Row;
 use crate::{root, Error};
 
-pub fn stage() -> Row {
+/// The stage; `codegen_checked`: this run's `codegen --check` stage passed.
+pub fn stage(codegen_checked: bool) -> Row {
+    match alone_and_clean() {
+        Ok(Some(head)) if codegen_checked => {
+            let note = format!("HEAD {head}: this checkout is itself alone and clean, and `codegen --check` passed in it");
+            eprintln!("newcomer: {note}; no second clone is built");
+            return Row { ok: true, note, ..Row::default() };
+        }
+        Ok(_) => {}
+        Err(e) => return Row::failed(e.to_string()),
+    }
     match check() {
         Ok(head) => Row { ok: true, note: format!("HEAD {head}"), ..Row::default() },
         Err(e) => Row::failed(e.to_string()),
@@ -29,6 +43,26 @@ fn git(dir: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.arg("-C").arg(dir);
     cmd
+}
+
+/// When the repository this runs in is what the stage would make (a checkout with nothing
+/// beside it, holding HEAD exactly: no change, no untracked file), the run's own `codegen
+/// --check` stage has checked it already (CI runs the test command in a fresh clone): `Some`
+/// with HEAD. Otherwise `None`, and the stage clones.
+fn alone_and_clean() -> Result<Option<String>, Error> {
+    let root = root();
+    let Some(parent) = root.parent() else { return Ok(None) };
+    let entries = std::fs::read_dir(parent).map_err(|e| Error::read(parent, e))?;
+    let beside = entries.flatten().filter(|e| e.path() != root).count();
+    if beside > 0 {
+        return Ok(None);
+    }
+    let status = process::run(git(&root).args(["status", "--porcelain", "--untracked-files=normal"]), Echo::StderrOnly)?.check()?;
+    if !status.stdout.trim().is_empty() {
+        return Ok(None);
+    }
+    let head = process::run(git(&root).args(["rev-parse", "--short", "HEAD"]), Echo::StderrOnly)?.check()?.stdout.trim().to_owned();
+    Ok(Some(head))
 }
 
 fn check() -> Result<String, Error> {

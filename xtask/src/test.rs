@@ -56,7 +56,7 @@ pub enum Stage {
     Doc,
     /// cargo xtask codegen --check: nothing in generated/ is stale
     Codegen,
-    /// a clone of HEAD with nothing beside it passes cargo xtask codegen --check (own target dir)
+    /// a clone of HEAD with nothing beside it passes cargo xtask codegen --check (own target dir; a checkout that is itself alone and clean, where codegen --check passed, is not cloned again)
     Newcomer,
     /// pytest (vectors included) and mypy for bindings/python, in the cached venv
     Python,
@@ -114,8 +114,12 @@ impl Stage {
                 Command::new(cargo()).args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
                 "rustdoc found problems",
             ),
-            Stage::Codegen => Row::of(crate::codegen::run(crate::codegen::Mode::Check).map(|()| String::new())),
-            Stage::Newcomer => crate::newcomer::stage(),
+            Stage::Codegen => {
+                let row = Row::of(crate::codegen::run(crate::codegen::Mode::Check).map(|()| String::new()));
+                CODEGEN_CHECKED.store(row.ok, Ordering::Relaxed);
+                row
+            }
+            Stage::Newcomer => crate::newcomer::stage(CODEGEN_CHECKED.load(Ordering::Relaxed)),
             Stage::Python => python(),
             Stage::Kotlin => kotlin(),
             Stage::Swift => swift(),
@@ -131,6 +135,9 @@ impl Stage {
         }
     }
 }
+
+/// Whether this run's `codegen --check` stage passed (the newcomer stage leans on it).
+static CODEGEN_CHECKED: AtomicBool = AtomicBool::new(false);
 
 /// One row of the summary.
 #[derive(Default)]

@@ -244,7 +244,8 @@ impl Client {
         Log { host: self.host, seen: self.seen }
     }
 
-    /// Reads until the session's last state is `idle` and nothing came for `quiet`, or `limit`.
+    /// Reads until the session's last state is `idle` (or `unknown`: a turn cut off on another
+    /// host, with nothing left to open the next one) and nothing came for `quiet`, or `limit`.
     fn settle(&mut self, quiet: Duration, limit: Duration) {
         let until = Instant::now() + limit;
         let mut last = Instant::now();
@@ -257,7 +258,7 @@ impl Client {
                 .iter()
                 .rev()
                 .find(|v| v["params"]["update"]["sessionUpdate"] == "state_update")
-                .is_some_and(|v| v["params"]["update"]["state"] == "idle");
+                .is_some_and(|v| matches!(v["params"]["update"]["state"].as_str(), Some("idle" | "unknown")));
             if idle && last.elapsed() >= quiet {
                 return;
             }

@@ -897,17 +897,24 @@ impl SniffingRelay {
     }
 }
 
-/// One session's SSE stream is dropped mid-turn while the connection lives on: the client
-/// opens it again from the last event it read (`Last-Event-ID`) and gets every chunk exactly
-/// once and the turn's end, whether the agent saw the stream end or not.
-async fn a_dropped_session_stream_loses_nothing(how: Drop_) {
-    let chunks = 60;
+/// An agent streaming `chunks` chunks per turn, listening on a loopback port, and a client
+/// connected to it over Streamable HTTP through a [`SniffingRelay`].
+async fn streamer_through_relay(chunks: usize) -> (AgentServer, SniffingRelay, Connection) {
     let server = AgentServer::new(Arc::new(Streamer { chunks }), ServeOptions { config: config(), store: None }).unwrap();
     let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions::default()).await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(listener.serve(std::future::pending()));
     let relay = SniffingRelay::to(addr).await;
     let conn = Endpoint::new(format!("http://{}/acp", relay.addr)).connect(ConnectOptions::default()).await.unwrap();
+    (server, relay, conn)
+}
+
+/// One session's SSE stream is dropped mid-turn while the connection lives on: the client
+/// opens it again from the last event it read (`Last-Event-ID`) and gets every chunk exactly
+/// once and the turn's end, whether the agent saw the stream end or not.
+async fn a_dropped_session_stream_loses_nothing(how: Drop_) {
+    let chunks = 60;
+    let (server, relay, conn) = streamer_through_relay(chunks).await;
     let s = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
     let session = s.id().0.clone();
     s.prompt(text("stream")).await.unwrap();
@@ -990,12 +997,7 @@ async fn last_event_id_resends_what_followed_it_within_the_window() {
 /// Exactly one copy of each is accepted, and the calls succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy() {
-    let server = AgentServer::new(Arc::new(Streamer { chunks: 40 }), ServeOptions { config: config(), store: None }).unwrap();
-    let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions::default()).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(listener.serve(std::future::pending()));
-    let relay = SniffingRelay::to(addr).await;
-    let conn = Endpoint::new(format!("http://{}/acp", relay.addr)).connect(ConnectOptions::default()).await.unwrap();
+    let (server, relay, conn) = streamer_through_relay(40).await;
     let s = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
 
     relay.cut_answer_to("session/prompt");

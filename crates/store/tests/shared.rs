@@ -244,6 +244,31 @@ fn renewing_keeps_a_session_and_a_lost_lease_is_reported() {
     assert_eq!(a.renew_leases(), Err(StoreError::LeaseLost { session: session.as_str().into() }));
 }
 
+/// A session taken over from a host that left its turn running reports `unknown` (R-RESUME-2:
+/// the work was cut off where this host cannot observe it), in the resume's state and in
+/// `session/status`, until a turn starts here; then the states are the usual ones.
+#[test]
+fn a_turn_cut_off_on_another_host_is_reported_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.sqlite3");
+    let mut a = host(&path, "a", 60_000);
+    let session = new_session(&mut a, 1);
+    call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": session, "prompt": text("go") }));
+    drop(a); // its process died mid-turn, nothing pending
+
+    let mut b = host(&path, "b", 60_000);
+    let out = resume(&mut b, 1, &session);
+    assert_eq!(reason(answer(&out)), None, "{out:?}");
+    let states: Vec<String> = updates(&out).into_iter().filter(|(k, _)| k == "state_update").map(|(_, s)| s).collect();
+    assert_eq!(states, ["unknown"], "{out:?}");
+    let status = |b: &mut Agent, id| answer(&call(b, "c1", id, "session/status", json!({ "sessionId": session }))).clone();
+    assert_eq!(status(&mut b, 2)["result"]["state"]["state"], "unknown");
+    let out = call(&mut b, "c1", 3, "session/prompt", json!({ "sessionId": session, "prompt": text("again") }));
+    assert!(updates(&out).contains(&("state_update".to_owned(), "running".to_owned())), "{out:?}");
+    event(&mut b, &session, turn_ended());
+    assert_eq!(status(&mut b, 4)["result"]["state"]["state"], "idle", "a turn here replaced the unknown state");
+}
+
 #[test]
 fn a_store_that_is_gone_lets_its_sessions_go_at_once() {
     let dir = tempfile::tempdir().unwrap();

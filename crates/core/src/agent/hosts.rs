@@ -46,6 +46,7 @@ impl Agent {
                     pending: live.pending,
                     attached: Default::default(),
                     held: Default::default(),
+                    unobserved: interrupted,
                 };
                 if interrupted {
                     self.store.record(Change::Turn { session: &id, turn: &Turn::Idle });

@@ -168,6 +168,10 @@ struct Session {
     /// Prompts received during a turn, held in the queue until inserted: their answer (the
     /// insertion receipt) is owed to the asking request (R-PROMPT-2), by message id.
     held: BTreeMap<MessageId, HeldPrompt>,
+    /// The session was taken over from a host that left its turn running (cut off there,
+    /// where this host cannot observe it): its state is `unknown` (R-RESUME-2) until a turn
+    /// starts here.
+    unobserved: bool,
 }
 
 /// Building an agent on a store failed.
@@ -280,7 +284,8 @@ impl Agent {
             let mut turn = s.turn;
             let open = state.requests.iter().filter(|r| r.session == s.record.session_id).count();
             turn.settle_permissions(u32::try_from(open).unwrap_or(u32::MAX));
-            let session = Session { record: s.record, turn, pending: s.pending, attached: s.attached, held: s.held };
+            let session =
+                Session { record: s.record, turn, pending: s.pending, attached: s.attached, held: s.held, unobserved: false };
             self.sessions.insert(session.record.session_id.clone(), session);
         }
     }
@@ -458,7 +463,14 @@ impl Agent {
         self.store.record(Change::SessionCreated(&record));
         self.sessions.insert(
             id.to_owned(),
-            Session { record, turn: Turn::Idle, pending: PendingQueue::default(), attached: BTreeSet::new(), held: BTreeMap::new() },
+            Session {
+                record,
+                turn: Turn::Idle,
+                pending: PendingQueue::default(),
+                attached: BTreeSet::new(),
+                held: BTreeMap::new(),
+                unobserved: false,
+            },
         );
         true
     }

@@ -154,6 +154,12 @@ pub(crate) fn idle_state() -> StateUpdate {
     StateUpdate::Idle(Box::new(IdleStateUpdate::new()))
 }
 
+/// What a session taken over with its turn cut off on another host reports (R-RESUME-2):
+/// this host cannot observe that work.
+pub(crate) fn unknown_state() -> StateUpdate {
+    StateUpdate::Unknown(Box::new(acp_inject_wire::UnknownStateUpdate::new()))
+}
+
 pub(crate) fn running() -> SessionUpdate {
     running_state().into()
 }

@@ -409,12 +409,13 @@ impl Agent {
             pending: Default::default(),
             attached: Default::default(),
             held: Default::default(),
+            unobserved: false,
         });
         s.record.closed = false;
         s.record.additional_directories = dirs.clone();
         s.record.mcp_servers = mcp_servers.clone();
         s.attached.insert(conn.to_owned());
-        let turn = s.turn;
+        let (turn, unobserved) = (s.turn, s.unobserved);
         self.store.record(Change::SessionUpdated(&s.record));
 
         let to = vec![conn.to_owned()];
@@ -428,6 +429,8 @@ impl Agent {
         // R-RESUME-2: the current state after any replay and before the answer, idle included
         // (a snapshot, not a turn end: an idle one carries no stopReason).
         before.push(line(match turn {
+            // A turn another host left running, cut off where this host cannot observe it.
+            Turn::Idle if unobserved => output::unknown_state().into(),
             Turn::Idle => output::idle_snapshot(),
             Turn::RequiresAction { .. } => output::requires_action(),
             Turn::Running { .. } | Turn::Paused { .. } => output::running(),
@@ -674,6 +677,7 @@ impl Agent {
         // -32002 for a session the agent never had.
         if let Some(s) = self.sessions.get(&session) {
             let state = match s.turn {
+                Turn::Idle if s.unobserved => output::unknown_state(),
                 Turn::Idle => output::idle_state(),
                 Turn::RequiresAction { .. } => output::requires_action_state(),
                 Turn::Running { .. } | Turn::Paused { .. } => output::running_state(),

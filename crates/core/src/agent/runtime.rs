@@ -198,6 +198,7 @@ impl Agent {
                     return Err(HostError::TurnInProgress);
                 }
                 s.turn = Turn::started();
+                s.unobserved = false;
                 let line = self.broadcast(session, output::running());
                 self.out.push_back(line);
                 return Ok(());
@@ -322,6 +323,7 @@ impl Agent {
         let delivered = self.deliver(session, inputs);
         if let Some(s) = self.sessions.get_mut(session) {
             s.turn = Turn::started();
+            s.unobserved = false;
             self.store.record(Change::Turn { session, turn: &s.turn });
         }
         self.out.push_back(self.broadcast(session, output::running()));

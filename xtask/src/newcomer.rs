@@ -61,13 +61,17 @@ fn alone_and_clean() -> Result<Option<String>, Error> {
     if !status.stdout.trim().is_empty() {
         return Ok(None);
     }
-    let head = process::run(git(&root).args(["rev-parse", "--short", "HEAD"]), Echo::StderrOnly)?.check()?.stdout.trim().to_owned();
-    Ok(Some(head))
+    Ok(Some(head(&root)?))
+}
+
+/// The short id of the commit checked out in `dir`.
+fn head(dir: &Path) -> Result<String, Error> {
+    Ok(process::run(git(dir).args(["rev-parse", "--short", "HEAD"]), Echo::StderrOnly)?.check()?.stdout.trim().to_owned())
 }
 
 fn check() -> Result<String, Error> {
     let root = root();
-    let head = process::run(git(&root).args(["rev-parse", "--short", "HEAD"]), Echo::StderrOnly)?.check()?.stdout.trim().to_owned();
+    let head = head(&root)?;
     let dirty = process::run(git(&root).args(["status", "--porcelain", "--untracked-files=no"]), Echo::StderrOnly)?.check()?;
     if !dirty.stdout.trim().is_empty() {
         eprintln!("newcomer: note: this checks the committed HEAD {head}; uncommitted changes are not part of it");

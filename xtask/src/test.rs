@@ -973,10 +973,9 @@ pub(crate) fn kotlin_test_command(test: &str) -> Result<Command, Error> {
     ensure_maven()?;
     let lib = ffi_lib_dir()?;
     let mut cmd = Command::new("mvn");
-    // Surefire's goal once compiled: `surefire:test` is what the `test` phase runs.
-    let goals = if KOTLIN_COMPILED.load(Ordering::Relaxed) { vec!["surefire:test".to_owned()] } else { vec!["test".to_owned()] };
+    // `surefire:test` is what the `test` phase runs.
     cmd.args(["-B", "-q", "-ntp", "-Dstyle.color=never"])
-        .args(goals)
+        .args(kotlin_compiled_then(&["surefire:test"]))
         .args([&format!("-Dtest={test}"), "-Dacp.skipCargo=true"])
         .arg(format!("-Dacp.lib.dir={}", lib.display()))
         .current_dir(root().join("bindings/kotlin"));

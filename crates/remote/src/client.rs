@@ -327,7 +327,6 @@ struct Routes {
 /// default), before the network is taken as gone.
 const SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// A reqwest error's text without the URL it carries (which may hold a secret).
 /// The pauses before each new attempt of a keyed prompt or inject whose POST got no answer.
 const RETRY_PAUSES: [std::time::Duration; 3] =
     [std::time::Duration::from_millis(100), std::time::Duration::from_millis(400), std::time::Duration::from_millis(1600)];
@@ -349,6 +348,7 @@ fn keyed_submission(envelope: &route::Envelope, line: &str) -> bool {
     submission && envelope.is_request() && serde_json::from_str::<Keyed>(line).is_ok_and(|k| k.params.key.is_some())
 }
 
+/// A reqwest error's text without the URL it carries (which may hold a secret).
 fn redacted_error(e: &reqwest::Error) -> String {
     match e.url() {
         Some(url) => e.to_string().replace(url.as_str(), &crate::redacted_url(url.as_str())),

@@ -174,6 +174,20 @@ struct Session {
     unobserved: bool,
 }
 
+impl Session {
+    /// The session's foreground state as a snapshot (R-RESUME-2, R-STATUS-1): `running` or
+    /// `requires_action` during a turn, `unknown` for a turn another host left running (cut
+    /// off where this host cannot observe it), otherwise an `idle` without `stopReason`.
+    fn state_snapshot(&self) -> acp_inject_wire::StateUpdate {
+        match self.turn {
+            Turn::Idle if self.unobserved => output::unknown_state(),
+            Turn::Idle => output::idle_state(),
+            Turn::RequiresAction { .. } => output::requires_action_state(),
+            Turn::Running { .. } | Turn::Paused { .. } => output::running_state(),
+        }
+    }
+}
+
 /// Building an agent on a store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {

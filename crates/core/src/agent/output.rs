@@ -150,6 +150,8 @@ pub(crate) fn requires_action_state() -> StateUpdate {
     StateUpdate::RequiresAction(Box::new(RequiresActionStateUpdate::new()))
 }
 
+/// The `idle` snapshot a resume and `session/status` report (R-RESUME-2): no `stopReason`, it
+/// ends no turn.
 pub(crate) fn idle_state() -> StateUpdate {
     StateUpdate::Idle(Box::new(IdleStateUpdate::new()))
 }
@@ -162,11 +164,6 @@ pub(crate) fn unknown_state() -> StateUpdate {
 
 pub(crate) fn running() -> SessionUpdate {
     running_state().into()
-}
-
-/// The `idle` snapshot a resume reports (R-RESUME-2): no `stopReason`, it ends no turn.
-pub(crate) fn idle_snapshot() -> SessionUpdate {
-    idle_state().into()
 }
 
 pub(crate) fn requires_action() -> SessionUpdate {

@@ -415,7 +415,7 @@ impl Agent {
         s.record.additional_directories = dirs.clone();
         s.record.mcp_servers = mcp_servers.clone();
         s.attached.insert(conn.to_owned());
-        let (turn, unobserved) = (s.turn, s.unobserved);
+        let state = s.state_snapshot();
         self.store.record(Change::SessionUpdated(&s.record));
 
         let to = vec![conn.to_owned()];
@@ -428,13 +428,7 @@ impl Agent {
         }
         // R-RESUME-2: the current state after any replay and before the answer, idle included
         // (a snapshot, not a turn end: an idle one carries no stopReason).
-        before.push(line(match turn {
-            // A turn another host left running, cut off where this host cannot observe it.
-            Turn::Idle if unobserved => output::unknown_state().into(),
-            Turn::Idle => output::idle_snapshot(),
-            Turn::RequiresAction { .. } => output::requires_action(),
-            Turn::Running { .. } | Turn::Paused { .. } => output::running(),
-        }));
+        before.push(line(state.into()));
         before.extend(self.resend_open_requests(&session, conn));
         if self.connections.get(conn).is_some_and(|c| c.pending_updates) {
             before.push(line(output::pending_update(self.pending_of(&session))));
@@ -676,13 +670,7 @@ impl Agent {
         // R-STATUS-1: open with the turn's state, saved when only the store knows it, and
         // -32002 for a session the agent never had.
         if let Some(s) = self.sessions.get(&session) {
-            let state = match s.turn {
-                Turn::Idle if s.unobserved => output::unknown_state(),
-                Turn::Idle => output::idle_state(),
-                Turn::RequiresAction { .. } => output::requires_action_state(),
-                Turn::Running { .. } | Turn::Paused { .. } => output::running_state(),
-            };
-            return Reply::ok(&SessionStatusResponse::new(SessionStatus::Open).state(state));
+            return Reply::ok(&SessionStatusResponse::new(SessionStatus::Open).state(s.state_snapshot()));
         }
         match tri!(self.store.session(&session).map_err(internal)) {
             Some(_) => Reply::ok(&SessionStatusResponse::new(SessionStatus::Saved)),

@@ -3,10 +3,13 @@
 //! way the bytes are bridged into the same client connection stdio uses, so the session API,
 //! the mirror and the pending-inject behaviour are the same.
 //!
-//! A dropped network ends the connection with [`TransportError::Closed`]. The sessions live on
-//! in the agent: connect again and resume them ([`Connection::resume`] with replay), which
-//! brings back the transcript and the pending list. Over Streamable HTTP a connection
-//! outlives its TCP connections: an SSE stream that breaks is opened again from the last event
+//! A WebSocket that the network cuts is made again by itself ([`Endpoint::rejoin`]; the
+//! [`crate::websocket`] module says how): the sessions are resumed with replay, and calls
+//! whose answers were lost go again where that cannot do anything twice. When that fails, the
+//! connection ends with [`TransportError::Closed`]; the sessions live on in the agent: connect
+//! again and resume them ([`Connection::resume`] with replay), which brings back the
+//! transcript and the pending list. Over Streamable HTTP a connection outlives its TCP
+//! connections: an SSE stream that breaks is opened again from the last event
 //! read, and a prompt or inject whose POST got no answer (the network broke after the agent
 //! may have accepted it) is sent again with the same idempotency key, up to three more times
 //! (after 0.1, 0.4 and 1.6 s), so it is accepted exactly once; any other request whose POST
@@ -17,11 +20,10 @@ use std::sync::{Arc, Mutex};
 
 use acp_inject_core::wire::RequestId;
 use acp_inject_transport::{ConnectOptions, Connection, TransportError};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_util::bytes::Bytes;
 
 use crate::route;
@@ -34,7 +36,9 @@ use crate::{HEADER_CONNECTION_ID, HEADER_SESSION_ID};
 pub struct Endpoint {
     url: String,
     headers: Vec<(String, String)>,
-    max_message_bytes: usize,
+    pub(crate) max_message_bytes: usize,
+    /// A WebSocket connection cut by the network is made again ([`Endpoint::rejoin`]).
+    rejoin: bool,
     /// Roots trusted beyond the webpki ones (PEM), for `wss://` and `https://`.
     roots: Vec<Vec<u8>>,
 }
@@ -47,6 +51,7 @@ impl std::fmt::Debug for Endpoint {
             .field("headers", &headers)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("roots", &self.roots.len())
+            .field("rejoin", &self.rejoin)
             .finish()
     }
 }
@@ -58,18 +63,18 @@ const PIPE_BYTES: usize = 256 * 1024;
 /// other than by the client's own close) why, as the read error the connection reports
 /// (`AcpError.Disconnected` / [`TransportError::Closed`] with it).
 #[derive(Clone)]
-struct AppSide(mpsc::Sender<std::io::Result<Bytes>>);
+pub(crate) struct AppSide(mpsc::Sender<std::io::Result<Bytes>>);
 
 impl AppSide {
     /// Hands one message to the client connection as a line; `false` once it is gone. Waits
     /// while it is behind, so a fast agent is slowed down by TCP rather than buffered here.
-    async fn line(&self, mut line: String) -> bool {
+    pub(crate) async fn line(&self, mut line: String) -> bool {
         line.push('\n');
         self.0.send(Ok(Bytes::from(line))).await.is_ok()
     }
 
     /// Ends the connection, saying why.
-    async fn end(&self, why: String) {
+    pub(crate) async fn end(&self, why: String) {
         let _ = self.0.send(Err(std::io::Error::other(why))).await;
     }
 }
@@ -83,7 +88,22 @@ impl Endpoint {
             headers: Vec::new(),
             max_message_bytes: crate::Limits::default().max_message_bytes,
             roots: Vec::new(),
+            rejoin: true,
         }
+    }
+
+    /// Whether a WebSocket connection that the network cut is made again (the default): the
+    /// client connects again, repeats `initialize`, resumes every session of the connection
+    /// with replay, and sends again the calls whose answers were lost where that cannot do
+    /// anything twice (keyed prompts and injects, list, status, close, resume); other such
+    /// calls fail with an error saying they may or may not have taken effect. After about
+    /// 12 s of failed attempts, or when the agent refuses the new connection, the connection
+    /// ends. With `false`, a cut ends the connection at once. Streamable HTTP connections
+    /// outlive their TCP connections either way.
+    #[must_use]
+    pub fn rejoin(mut self, rejoin: bool) -> Endpoint {
+        self.rejoin = rejoin;
+        self
     }
 
     /// Sends `Authorization: Bearer <token>` with every request.
@@ -145,7 +165,7 @@ impl Endpoint {
         match scheme.as_str() {
             "ws" | "wss" => {
                 let socket = self.open_websocket().await?;
-                tokio::spawn(websocket_bridge(socket, bridge_in, app, self.max_message_bytes));
+                tokio::spawn(crate::websocket::bridge(self.clone(), socket, bridge_in, app, self.rejoin));
             }
             "http" | "https" => {
                 let mut http = reqwest::Client::builder().cookie_store(true);
@@ -163,9 +183,7 @@ impl Endpoint {
         Connection::over(tokio_util::io::StreamReader::new(incoming), app_out, options).await
     }
 
-    async fn open_websocket(
-        &self,
-    ) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>, TransportError> {
+    pub(crate) async fn open_websocket(&self) -> Result<crate::websocket::Socket, TransportError> {
         let mut request = self
             .url
             .as_str()
@@ -210,11 +228,16 @@ pub(crate) fn as_line(text: &str) -> Option<String> {
 }
 
 /// Reads the client's next line (without its newline): `Ok(None)` at the end, `Err` for a line
-/// longer than the limit (or not UTF-8), which ends the connection with that reason.
-async fn next_line(reader: &mut BufReader<DuplexStream>, limit: usize) -> Result<Option<String>, String> {
-    let mut line = Vec::new();
+/// longer than the limit (or not UTF-8), which ends the connection with that reason. `line`
+/// holds what was read of the line so far, so a read dropped midway (in a `select!`) loses
+/// nothing: call again with the same buffer.
+pub(crate) async fn next_line(
+    reader: &mut BufReader<DuplexStream>,
+    line: &mut Vec<u8>,
+    limit: usize,
+) -> Result<Option<String>, String> {
     loop {
-        let n = reader.read_until(b'\n', &mut line).await.map_err(|e| e.to_string())?;
+        let n = reader.read_until(b'\n', line).await.map_err(|e| e.to_string())?;
         if n == 0 {
             return Ok(None);
         }
@@ -222,78 +245,16 @@ async fn next_line(reader: &mut BufReader<DuplexStream>, limit: usize) -> Result
             return Err(format!("this client wrote a message over max_message_bytes ({limit})"));
         }
         if line.ends_with(b"\n") {
-            line.pop();
-            if line.ends_with(b"\r") {
-                line.pop();
+            let mut whole = std::mem::take(line);
+            whole.pop();
+            if whole.ends_with(b"\r") {
+                whole.pop();
             }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                line.clear();
+            if whole.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            return String::from_utf8(line).map(Some).map_err(|_| "this client wrote a message that is not UTF-8".to_owned());
+            return String::from_utf8(whole).map(Some).map_err(|_| "this client wrote a message that is not UTF-8".to_owned());
         }
-    }
-}
-
-async fn websocket_bridge(
-    socket: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    bridge: DuplexStream,
-    app: AppSide,
-    limit: usize,
-) {
-    let (mut sink, mut frames) = socket.split();
-    let mut reader = BufReader::new(bridge);
-    let outgoing = async {
-        let why = loop {
-            match next_line(&mut reader, limit).await {
-                Ok(Some(line)) => {
-                    if sink.send(Message::Text(line.into())).await.is_err() {
-                        break None;
-                    }
-                }
-                Ok(None) => break None,
-                Err(why) => break Some(why),
-            }
-        };
-        let _ = sink.send(Message::Close(None)).await;
-        if let Some(why) = why {
-            app.end(why).await;
-        }
-    };
-    let incoming = async {
-        let why = loop {
-            // The agent pings every 15 s by default: a minute of nothing is a dead network.
-            let Ok(frame) = tokio::time::timeout(SILENCE, frames.next()).await else {
-                break format!("no word from the agent for {} s", SILENCE.as_secs());
-            };
-            match frame {
-                Some(Ok(Message::Text(text))) => {
-                    let Some(line) = as_line(text.as_str()) else { continue };
-                    if !app.line(line).await {
-                        return;
-                    }
-                }
-                Some(Ok(Message::Close(frame))) => {
-                    break match frame {
-                        Some(f) if !f.reason.is_empty() => {
-                            format!("the agent closed the WebSocket ({}: {})", u16::from(f.code), f.reason)
-                        }
-                        Some(f) => format!("the agent closed the WebSocket ({})", u16::from(f.code)),
-                        None => "the agent closed the WebSocket".to_owned(),
-                    };
-                }
-                // Binary frames are ignored (the RFD); pings are answered by the socket.
-                Some(Ok(_)) => {}
-                Some(Err(e)) => break format!("the WebSocket failed: {e}"),
-                None => break "the WebSocket ended".to_owned(),
-            }
-        };
-        app.end(why).await;
-    };
-    // Either side ending ends the connection: the app's close, or the network's.
-    tokio::select! {
-        () = outgoing => {}
-        () = incoming => {}
     }
 }
 
@@ -325,17 +286,41 @@ struct Routes {
 
 /// How long a stream may bring nothing, not even the agent's keepalive (every 15 s by
 /// default), before the network is taken as gone.
-const SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
+pub(crate) const SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The pauses before each new attempt of a keyed prompt or inject whose POST got no answer.
 const RETRY_PAUSES: [std::time::Duration; 3] =
     [std::time::Duration::from_millis(100), std::time::Duration::from_millis(400), std::time::Duration::from_millis(1600)];
 
-/// A `session/prompt` or `session/inject` request carrying an `idempotencyKey`: sending it
-/// again cannot submit it twice.
-fn keyed_submission(envelope: &route::Envelope, line: &str) -> bool {
+/// Whether the client's request (`method`, `line`) may be sent again when its answer was
+/// lost without doing anything twice: a keyed prompt or inject ([`keyed_submission`]), a read
+/// (`session/list`, `session/status`), `session/close` (a second is answered -32002, a
+/// successful close for the client: C-CLOSE-2) or `session/resume`.
+pub(crate) fn safe_again(method: &str, line: &str) -> bool {
     use acp_inject_core::wire::methods;
-    let submission = matches!(envelope.method.as_deref(), Some(methods::SESSION_PROMPT | methods::SESSION_INJECT));
+    keyed_submission(method, line)
+        || matches!(method, methods::SESSION_LIST | methods::SESSION_STATUS | methods::SESSION_CLOSE | methods::SESSION_RESUME)
+}
+
+/// An error answer made here (-32603) for the client's request `id` (its JSON text).
+pub(crate) fn failed_answer(id: &str, message: &str, data: Option<serde_json::Value>) -> String {
+    use acp_inject_core::wire::errors::{ErrorObject, INTERNAL_ERROR};
+    let id: RequestId = serde_json::from_str(id).unwrap_or(RequestId::Null);
+    let error = ErrorObject { code: INTERNAL_ERROR, message: message.to_owned(), data };
+    acp_inject_core::wire::jsonrpc::error_line(&id, &error)
+}
+
+/// The error message for a request whose answer was lost and that is not sent again.
+pub(crate) fn lost_answer(method: &str, why: &str) -> String {
+    format!(
+        "the network dropped before the agent answered {method} ({why}); it is not sent twice: it may or may not have taken effect"
+    )
+}
+
+/// A `session/prompt` or `session/inject` (`method`) carrying an `idempotencyKey`: sending
+/// it again cannot submit it twice.
+pub(crate) fn keyed_submission(method: &str, line: &str) -> bool {
+    use acp_inject_core::wire::methods;
     #[derive(serde::Deserialize)]
     struct Keyed {
         params: Params,
@@ -345,7 +330,8 @@ fn keyed_submission(envelope: &route::Envelope, line: &str) -> bool {
         #[serde(rename = "idempotencyKey")]
         key: Option<String>,
     }
-    submission && envelope.is_request() && serde_json::from_str::<Keyed>(line).is_ok_and(|k| k.params.key.is_some())
+    matches!(method, methods::SESSION_PROMPT | methods::SESSION_INJECT)
+        && serde_json::from_str::<Keyed>(line).is_ok_and(|k| k.params.key.is_some())
 }
 
 /// A reqwest error's text without the URL it carries (which may hold a secret).
@@ -391,18 +377,16 @@ impl HttpBridge {
 
     /// An error answer for one of the client's requests that could not be delivered.
     async fn fail_request(&self, id: &str, message: &str, data: Option<serde_json::Value>) {
-        use acp_inject_core::wire::errors::{ErrorObject, INTERNAL_ERROR};
-        let id: RequestId = serde_json::from_str(id).unwrap_or(RequestId::Null);
-        let error = ErrorObject { code: INTERNAL_ERROR, message: message.to_owned(), data };
-        self.app.line(acp_inject_core::wire::jsonrpc::error_line(&id, &error)).await;
+        self.app.line(failed_answer(id, message, data)).await;
     }
 
     async fn run(self, bridge: DuplexStream) {
         let mut reader = BufReader::new(bridge);
+        let mut partial = Vec::new();
         let this = Arc::new(self);
         let limit = this.endpoint.max_message_bytes;
         loop {
-            let sent = match next_line(&mut reader, limit).await {
+            let sent = match next_line(&mut reader, &mut partial, limit).await {
                 Ok(Some(line)) => this.send(&line).await,
                 Ok(None) => break,
                 Err(why) => Err(why),
@@ -451,12 +435,13 @@ impl HttpBridge {
             lock(&self.routes).waiting.insert(id.clone(), session.clone());
         }
         let mut sent = post().send().await;
-        // A prompt or inject with an idempotency key may go again when its POST got no answer
-        // (the connection broke before the agent's status line came back, so whether it was
-        // accepted is unknown): the agent answers a retry with the original id and never
-        // accepts it twice (R-IDEM-2; the same key on every attempt, C-IDEM-1). Anything else is
-        // not sent twice.
-        if sent.is_err() && keyed_submission(&envelope, line) {
+        // A request whose POST got no answer (the connection broke before the agent's status
+        // line came back, so whether it was taken is unknown) goes again when that cannot do
+        // anything twice: a keyed prompt or inject (the agent answers a retry with the
+        // original id and never accepts it twice: R-IDEM-2; the same key on every attempt,
+        // C-IDEM-1), or a read, close or resume. Any other request fails alone, saying so.
+        let again = envelope.is_request() && envelope.method.as_deref().is_some_and(|m| safe_again(m, line));
+        if sent.is_err() && again {
             for pause in RETRY_PAUSES {
                 tokio::time::sleep(pause).await;
                 sent = post().send().await;
@@ -465,7 +450,17 @@ impl HttpBridge {
                 }
             }
         }
-        let response = sent.map_err(|e| format!("cannot reach the agent: {}", redacted_error(&e)))?;
+        let response = match sent {
+            Ok(response) => response,
+            Err(e) => {
+                let why = format!("cannot reach the agent: {}", redacted_error(&e));
+                let Some(id) = envelope.id.as_ref().filter(|_| envelope.is_request()) else { return Err(why) };
+                lock(&self.routes).waiting.remove(id);
+                let method = envelope.method.as_deref().unwrap_or_default();
+                self.fail_request(id, &lost_answer(method, &why), None).await;
+                return Ok(());
+            }
+        };
         if response.status().is_success() {
             return Ok(());
         }

@@ -90,6 +90,7 @@ mod client;
 mod route;
 mod server;
 mod sse;
+mod websocket;
 
 use std::time::Duration;
 

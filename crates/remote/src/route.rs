@@ -16,6 +16,8 @@ pub(crate) struct Envelope {
     pub params_session: Option<String>,
     /// `result.sessionId` (a response that creates or names a session).
     pub result_session: Option<String>,
+    /// The message has an `error` member (a response: the request failed).
+    pub failed: bool,
 }
 
 impl Envelope {
@@ -40,6 +42,8 @@ struct Wire<'a> {
     params: Option<Scoped>,
     #[serde(default)]
     result: Option<Scoped>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
 }
 
 /// An object's `sessionId`; anything else (another kind of value included) reads as none.
@@ -108,6 +112,7 @@ pub(crate) fn envelope(text: &[u8]) -> Option<Envelope> {
         method: wire.method.map(|m| m.into_owned()),
         params_session: wire.params.and_then(|p| p.0),
         result_session: wire.result.and_then(|r| r.0),
+        failed: wire.error.is_some(),
     })
 }
 
@@ -158,7 +163,8 @@ mod tests {
         let e = envelope(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":3}}"#).unwrap();
         assert_eq!(e.params_session, None);
         let e = envelope(br#"{"id":null,"error":{"code":-32700,"message":"x"},"result":[1]}"#).unwrap();
-        assert!(e.id.is_none() && !e.is_response());
+        assert!(e.id.is_none() && !e.is_response() && e.failed);
+        assert!(!envelope(br#"{"id":1,"result":{}}"#).unwrap().failed);
         assert!(envelope(b"[1]").is_none() && envelope(b"{").is_none() && envelope(b"\xff").is_none());
         assert!(is_batch(b" \n[{}]") && !is_batch(b"{}"));
     }

@@ -110,8 +110,14 @@ impl Relay {
         Relay { addr, task, links }
     }
 
+    /// The network goes for good: no more connections either.
     fn cut(&self) {
         self.task.abort();
+        self.cut_links();
+    }
+
+    /// Drops every connection open now, both ways; new ones are still relayed.
+    fn cut_links(&self) {
         for link in self.links.lock().unwrap().drain(..) {
             link.abort();
         }
@@ -138,16 +144,29 @@ fn agent_pending(s: &MirrorSnapshot) -> Vec<(InjectMode, String)> {
     s.agent_pending.iter().flatten().map(|p| (p.mode, text_of(&p.content))).collect()
 }
 
+/// How the network comes back in [`survives_a_dropped_network`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Back {
+    /// The relay goes on accepting: the same connection carries on (a WebSocket is made
+    /// again by the client, Streamable HTTP reopens its streams).
+    Same,
+    /// The relay is gone: the connection ends (a WebSocket client that does not rejoin), and
+    /// a new one straight to the agent resumes the session with replay.
+    ByHand,
+}
+
 /// The whole story for one profile: a session with queue, steer, revoke and replace; the
-/// network cut mid-turn; a new connection that resumes with replay and finds the transcript
-/// and the pending list intact; then every accepted message delivered exactly once.
-async fn survives_a_dropped_network(scheme: &str) {
+/// network cut mid-turn; the transcript and the pending list intact afterwards, on the same
+/// connection or on a new one that resumed with replay; then every accepted message
+/// delivered exactly once.
+async fn survives_a_dropped_network(scheme: &str, back: Back) {
     let runtime = Arc::new(Gated::default());
     let (_server, addr) = agent(Arc::clone(&runtime), ListenOptions::default()).await;
     let relay = Relay::to(addr).await;
     let url = |a: SocketAddr| format!("{scheme}://{a}/acp");
 
-    let conn = Endpoint::new(url(relay.addr)).connect(ConnectOptions::default()).await.unwrap();
+    let endpoint = Endpoint::new(url(relay.addr)).rejoin(back == Back::Same);
+    let conn = endpoint.connect(ConnectOptions::default()).await.unwrap();
     let s = conn.new_session("/home/dev/app", vec![], vec![]).await.unwrap();
     let session_id = s.id().to_owned();
     s.prompt(text("first")).await.unwrap();
@@ -163,25 +182,36 @@ async fn survives_a_dropped_network(scheme: &str) {
     let before = until(&s, "the pending list", |s| agent_pending(s) == expected).await;
 
     // The network goes away mid-turn.
-    relay.cut();
-    let err = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            if let Err(e) = s.next_events().await {
-                return e;
-            }
+    let (conn, s) = match back {
+        Back::Same => {
+            relay.cut_links();
+            // A call made now waits for the network, and is answered on the new one.
+            let status = s.status().await.expect("the status call is answered after the cut");
+            assert!(matches!(status.state, Some(acp_inject_core::wire::StateUpdate::Running(_))), "{status:?}");
+            (conn, s)
         }
-    })
-    .await
-    .expect("the client notices the dropped connection");
-    drop(conn);
-    assert!(
-        matches!(err, acp_inject_transport::TransportError::Closed { .. } | acp_inject_transport::TransportError::Io(_)),
-        "{err:?}"
-    );
-
-    // A new connection (the network is back) resumes the session with replay.
-    let conn = Endpoint::new(url(addr)).connect(ConnectOptions::default()).await.unwrap();
-    let s = conn.resume(&session_id, "/home/dev/app", true).await.unwrap();
+        Back::ByHand => {
+            relay.cut();
+            let err = tokio::time::timeout(Duration::from_secs(10), async {
+                loop {
+                    if let Err(e) = s.next_events().await {
+                        return e;
+                    }
+                }
+            })
+            .await
+            .expect("the client notices the dropped connection");
+            drop(conn);
+            assert!(
+                matches!(err, acp_inject_transport::TransportError::Closed { .. } | acp_inject_transport::TransportError::Io(_)),
+                "{err:?}"
+            );
+            // A new connection (the network is back) resumes the session with replay.
+            let conn = Endpoint::new(url(addr)).connect(ConnectOptions::default()).await.unwrap();
+            let s = conn.resume(&session_id, "/home/dev/app", true).await.unwrap();
+            (conn, s)
+        }
+    };
     let after = until(&s, "the replay and the pending list", |s| agent_pending(s) == expected && s.state == TurnState::Running).await;
     assert_eq!(after.transcript.len(), before.transcript.len(), "{:#?}\n{:#?}", after.transcript, before.transcript);
     for (a, b) in after.transcript.iter().zip(&before.transcript) {
@@ -193,20 +223,29 @@ async fn survives_a_dropped_network(scheme: &str) {
     runtime.gate(&session_id).notify_one();
     until(&s, "the queued turn", |s| s.state == TurnState::Running && agent_pending(s).is_empty()).await;
     runtime.gate(&session_id).notify_one();
-    until(&s, "idle", |s| s.state == TurnState::Idle).await;
+    let done = until(&s, "idle", |s| s.state == TurnState::Idle).await;
     assert_eq!(runtime.heard(), ["first", "now", "later", "new"]);
+    let users: Vec<String> =
+        done.transcript.iter().filter(|e| e.role == acp_inject_core::client::MessageRole::User).map(|e| text_of(&e.content)).collect();
+    assert_eq!(users, ["first", "now", "later", "new"], "each once in the mirror");
+    assert!(done.violations.is_empty(), "{:?}", done.violations);
     s.close().await.unwrap();
     conn.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_survives_a_dropped_network() {
-    survives_a_dropped_network("ws").await;
+    survives_a_dropped_network("ws", Back::Same).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_without_rejoin_ends_and_is_resumed_by_hand() {
+    survives_a_dropped_network("ws", Back::ByHand).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamable_http_survives_a_dropped_network() {
-    survives_a_dropped_network("http").await;
+    survives_a_dropped_network("http", Back::Same).await;
 }
 
 #[tokio::test]
@@ -348,7 +387,8 @@ async fn http2_cleartext_is_served() {
 
 /// Stopping the listener ends the connections still open (an SSE stream and a WebSocket would
 /// otherwise keep its graceful shutdown waiting forever): `serve` returns, the clients see the
-/// end.
+/// end (the WebSocket client after trying to connect again for about 12 s: a 1001 may be a
+/// restart).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_the_listener_ends_open_connections() {
     let server = AgentServer::new(Arc::new(Gated::default()), ServeOptions { config: config(), store: None }).unwrap();
@@ -366,7 +406,7 @@ async fn stopping_the_listener_ends_open_connections() {
     stop.send(()).unwrap();
     tokio::time::timeout(Duration::from_secs(5), served).await.expect("serve returns").unwrap().unwrap();
     for (session, _conn) in &sessions {
-        let ended = tokio::time::timeout(Duration::from_secs(5), async { while session.next_events().await.is_ok() {} });
+        let ended = tokio::time::timeout(Duration::from_secs(20), async { while session.next_events().await.is_ok() {} });
         ended.await.expect("the client sees the connection end");
     }
 }
@@ -991,13 +1031,128 @@ async fn last_event_id_resends_what_followed_it_within_the_window() {
     assert!(gone.text().await.unwrap().contains("resume the session"));
 }
 
-/// The network breaks between the agent's acceptance of a prompt, and of an inject, and the
-/// answer to their POSTs: the client sends each again with its idempotency key (C-IDEM-1), and
-/// the agent answers the retry with the original id without accepting it twice (R-IDEM-2).
-/// Exactly one copy of each is accepted, and the calls succeed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy() {
-    let (server, relay, conn) = streamer_through_relay(40).await;
+/// What the cut tests need of a relay.
+trait CutsAnswers {
+    /// Cuts the network carrying the next request of `method` after the agent got it, before
+    /// the client reads the agent's answer.
+    fn cut_answer_to(&self, method: &str);
+    /// How many answers were cut off.
+    fn answers_cut(&self) -> usize;
+}
+
+impl CutsAnswers for SniffingRelay {
+    fn cut_answer_to(&self, method: &str) {
+        SniffingRelay::cut_answer_to(self, method);
+    }
+    fn answers_cut(&self) -> usize {
+        SniffingRelay::answers_cut(self)
+    }
+}
+
+/// A WebSocket relay, message by message, that can cut the socket carrying the next request of
+/// a method as the agent's answer to it comes back: the agent accepted it, the client never
+/// reads the answer.
+struct WebSocketCutter {
+    addr: SocketAddr,
+    armed: Arc<Mutex<Option<String>>>,
+    cut: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl WebSocketCutter {
+    async fn to(agent: SocketAddr) -> WebSocketCutter {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (armed, cut): (Arc<Mutex<Option<String>>>, Arc<std::sync::atomic::AtomicUsize>) = Default::default();
+        let (armed_all, cut_all) = (Arc::clone(&armed), Arc::clone(&cut));
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (armed, cut) = (Arc::clone(&armed_all), Arc::clone(&cut_all));
+                tokio::spawn(async move {
+                    let Ok(client) = tokio_tungstenite::accept_async(tcp).await else { return };
+                    let Ok((agent, _)) = tokio_tungstenite::connect_async(format!("ws://{agent}/acp")).await else { return };
+                    WebSocketCutter::link(client, agent, &armed, &cut).await;
+                });
+            }
+        });
+        WebSocketCutter { addr, armed, cut }
+    }
+
+    /// Relays one socket's messages both ways; returning drops both without a close frame, as
+    /// a network that breaks does.
+    async fn link<C, A>(
+        client: tokio_tungstenite::WebSocketStream<C>,
+        agent: tokio_tungstenite::WebSocketStream<A>,
+        armed: &Mutex<Option<String>>,
+        cut: &std::sync::atomic::AtomicUsize,
+    ) where
+        C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+        A: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let (mut to_client, mut from_client) = client.split();
+        let (mut to_agent, mut from_agent) = agent.split();
+        // The id of the request whose answer is cut off, once it went by.
+        let mut doomed: Option<serde_json::Value> = None;
+        loop {
+            tokio::select! {
+                m = from_client.next() => {
+                    let Some(Ok(m)) = m else { return };
+                    if let Message::Text(t) = &m {
+                        let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap_or_default();
+                        let mut armed = armed.lock().unwrap();
+                        if armed.as_deref().is_some_and(|method| v["method"] == method) {
+                            *armed = None;
+                            doomed = Some(v["id"].clone());
+                        }
+                    }
+                    if to_agent.send(m).await.is_err() { return }
+                }
+                m = from_agent.next() => {
+                    let Some(Ok(m)) = m else { return };
+                    if let Message::Text(t) = &m {
+                        let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap_or_default();
+                        if v.get("method").is_none() && doomed.as_ref().is_some_and(|id| &v["id"] == id) {
+                            cut.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            return;
+                        }
+                    }
+                    if to_client.send(m).await.is_err() { return }
+                }
+            }
+        }
+    }
+}
+
+impl CutsAnswers for WebSocketCutter {
+    fn cut_answer_to(&self, method: &str) {
+        *self.armed.lock().unwrap() = Some(method.to_owned());
+    }
+    fn answers_cut(&self) -> usize {
+        self.cut.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The network breaks between the agent's acceptance of a prompt, and of an inject, and their
+/// answers: the client sends each again with its idempotency key (C-IDEM-1; over WebSocket
+/// on a new socket, after resuming the session), and the agent answers the retry with the
+/// original id without accepting it twice (R-IDEM-2). Exactly one copy of each is accepted,
+/// and the calls succeed.
+async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy(scheme: &str) {
+    let server = AgentServer::new(Arc::new(Streamer { chunks: 40 }), ServeOptions { config: config(), store: None }).unwrap();
+    let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions::default()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(listener.serve(std::future::pending()));
+    let (relay, at): (Box<dyn CutsAnswers>, SocketAddr) = if scheme == "ws" {
+        let relay = WebSocketCutter::to(addr).await;
+        let at = relay.addr;
+        (Box::new(relay), at)
+    } else {
+        let relay = SniffingRelay::to(addr).await;
+        let at = relay.addr;
+        (Box::new(relay), at)
+    };
+    let conn = Endpoint::new(format!("{scheme}://{at}/acp")).connect(ConnectOptions::default()).await.unwrap();
     let s = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
 
     relay.cut_answer_to("session/prompt");
@@ -1025,4 +1180,14 @@ async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy() {
     let _ = (prompt, inject);
     conn.close().await;
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy_over_streamable_http() {
+    a_cut_between_acceptance_and_answer_leaves_exactly_one_copy("http").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy_over_websocket() {
+    a_cut_between_acceptance_and_answer_leaves_exactly_one_copy("ws").await;
 }

@@ -15,7 +15,9 @@ connection to ``HOST:PORT``. Reads commands on stdin, one per line:
 - ``cut-answer METHOD`` arms a cut: the connection that carries the next request of
   ``METHOD`` (``"method":"METHOD"`` in what the client sends) reaches the agent whole, and is
   reset both ways as soon as the agent starts answering it, so the client never reads the
-  answer to that POST. Answers ``armed``;
+  answer to that POST. On a WebSocket (its frames read here) the socket is reset when the
+  agent's answer to that request comes, before a byte of it reaches the client. Answers
+  ``armed``;
 - ``answers-cut`` answers ``cut N``: how many answers were cut off so far.
 
 Exits when stdin ends. Standard library only (the Swift tests run it in their chroot).
@@ -26,7 +28,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import List, Optional, Set
+import json
+from typing import Iterator, List, Optional, Set, Tuple
 
 
 class Link:
@@ -38,6 +41,43 @@ class Link:
         self.session: Optional[str] = None
         self.silenced = False
         self.cut_answer = False
+        # A WebSocket: the frames read so far each way (the agent's after its 101's head),
+        # and the id of the request whose answer is cut off.
+        self.websocket = False
+        self.up_frames = bytearray()
+        self.down_frames: Optional[bytearray] = None
+        self.doomed: Tuple[bool, object] = (False, None)
+
+
+def frames(buffer: bytearray) -> Iterator[Tuple[int, bytes]]:
+    """Takes the whole WebSocket frames off the front of ``buffer``: (opcode, payload),
+    unmasked."""
+    while len(buffer) >= 2:
+        masked, size, at = buffer[1] & 0x80, buffer[1] & 0x7F, 2
+        if size >= 126:
+            width = 2 if size == 126 else 8
+            if len(buffer) < at + width:
+                return
+            size, at = int.from_bytes(buffer[at : at + width], "big"), at + width
+        key = b""
+        if masked:
+            key, at = bytes(buffer[at : at + 4]), at + 4
+        if len(buffer) < at + size:
+            return
+        payload = bytes(buffer[at : at + size])
+        if masked:
+            payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+        opcode = buffer[0] & 0x0F
+        del buffer[: at + size]
+        yield opcode, payload
+
+
+def message(payload: bytes) -> dict:
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 async def main(target: str) -> None:
@@ -50,11 +90,22 @@ async def main(target: str) -> None:
         try:
             while data := await reader.read(65536):
                 text = data.decode("latin-1").lower()
-                if text.startswith("get ") and "acp-session-id: " in text:
-                    link.session = text.split("acp-session-id: ", 1)[1].split("\r\n", 1)[0].strip()
-                if armed[0] is not None and armed[0] in text:
-                    armed[0] = None
-                    link.cut_answer = True
+                if link.websocket:
+                    link.up_frames += data
+                    for opcode, payload in frames(link.up_frames):
+                        if opcode == 1 and armed[0] is not None and armed[0] in payload.decode("utf-8", "replace").lower():
+                            armed[0] = None
+                            link.doomed = (True, message(payload).get("id"))
+                elif text.startswith("get ") and "upgrade: websocket" in text:
+                    link.websocket = True
+                    link.down_frames = bytearray()
+                    link.up_frames += data[data.find(b"\r\n\r\n") + 4 :]
+                else:
+                    if text.startswith("get ") and "acp-session-id: " in text:
+                        link.session = text.split("acp-session-id: ", 1)[1].split("\r\n", 1)[0].strip()
+                    if armed[0] is not None and armed[0] in text:
+                        armed[0] = None
+                        link.cut_answer = True
                 if link.silenced:
                     continue
                 link.outbound.write(data)
@@ -67,8 +118,26 @@ async def main(target: str) -> None:
 
     async def down(reader: asyncio.StreamReader, link: Link) -> None:
         try:
+            head: Optional[bytearray] = bytearray()
             while data := await reader.read(65536):
-                if link.cut_answer:
+                if link.down_frames is not None:
+                    # A WebSocket: past the 101's head, look for the doomed request's answer.
+                    if head is not None:
+                        head += data
+                        if b"\r\n\r\n" in head:
+                            link.down_frames += head[head.find(b"\r\n\r\n") + 4 :]
+                            head = None
+                    else:
+                        link.down_frames += data
+                    doomed, id_ = link.doomed
+                    for opcode, payload in frames(link.down_frames):
+                        answer = message(payload) if doomed and opcode == 1 else {}
+                        if "id" in answer and "method" not in answer and answer["id"] == id_:
+                            answers_cut[0] += 1
+                            link.inbound.transport.abort()
+                            link.outbound.transport.abort()
+                            return
+                elif link.cut_answer:
                     # The answer to the armed request: the connection breaks before a byte of
                     # it reaches the client.
                     answers_cut[0] += 1

@@ -76,10 +76,13 @@
 //! - **Slow clients:** what waits for a client is counted; past
 //!   [`Limits::max_buffered_bytes`] the connection is ended (WebSocket close 1008) rather than
 //!   buffered further. Its sessions are not affected: the client resumes them.
-//! - **Reconnection** is the client's: a dropped stream is reopened (above), a dropped
-//!   connection ends the `Connection`
-//!   (`TransportError::Closed`); connect again and
-//!   resume each session with replay. A dropped connection does not cancel its turns.
+//! - **Reconnection** is the client's: a dropped stream is reopened (above); a WebSocket the
+//!   network cuts is opened again ([`Endpoint::rejoin`]), `initialize` repeated and every
+//!   session of the connection resumed with replay, and the calls whose answers were lost go
+//!   again where that cannot do anything twice (keyed prompts and injects, list, status,
+//!   close, resume). An agent unreachable for about 12 s ends the `Connection`
+//!   (`TransportError::Closed`); connect again and resume each session with replay. A dropped
+//!   connection does not cancel its turns.
 //! - **Cookies** are kept for the connection's life on Streamable HTTP (the RFD requires it);
 //!   the WebSocket upgrade is one request.
 //!

@@ -197,7 +197,9 @@ final class AgentRuntimeTests: XCTestCase {
         try await withDeadline(10) {
             while probe.waits.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
         }
-        await assertAcpErrorAsync({ try await withDeadline(10) { while true { _ = try await session.nextEvents() } } }) {
+        // (The client tries to connect again for about 12 s first: a server going away may be
+        // restarting.)
+        await assertAcpErrorAsync({ try await withDeadline(25) { while true { _ = try await session.nextEvents() } } }) {
             if case .disconnected = $0 { return true }
             return false
         }

@@ -800,7 +800,12 @@ impl Agent {
                         if let Some(s) = self.sessions.get_mut(&session) {
                             // A retry of a prompt held already waits for the same insertion (R-IDEM-2).
                             match s.held.get_mut(&message_id) {
-                                Some(held) => held.retries.push((conn.to_owned(), id)),
+                                Some(held) => {
+                                    if let Some((conn, request)) = held.retry(conn.to_owned(), id) {
+                                        let error = ErrorObject::new(acp_inject_wire::errors::REQUEST_CANCELLED);
+                                        self.out.push_back(Output::Line { to: vec![conn], line: jsonrpc::error_line(&request, &error) });
+                                    }
+                                }
                                 None => {
                                     s.held.insert(message_id, HeldPrompt::new(conn.to_owned(), id));
                                 }

@@ -113,6 +113,17 @@ impl HeldPrompt {
         HeldPrompt { conn, request, retries: Vec::new() }
     }
 
+    /// The most retries kept waiting for one held prompt: past it the oldest retry is let go.
+    pub const MAX_RETRIES: usize = 7;
+
+    /// Adds a retry of the same submission; past [`HeldPrompt::MAX_RETRIES`] the oldest retry
+    /// is returned, no longer waiting (the caller answers it `-32800`), so a client that
+    /// retries without end cannot grow the agent's memory.
+    pub(crate) fn retry(&mut self, conn: ConnId, request: acp_inject_wire::RequestId) -> Option<(ConnId, acp_inject_wire::RequestId)> {
+        self.retries.push((conn, request));
+        (self.retries.len() > Self::MAX_RETRIES).then(|| self.retries.remove(0))
+    }
+
     /// Every request owed the answer, the first one first.
     pub(crate) fn waiters(&self) -> impl Iterator<Item = (&ConnId, &acp_inject_wire::RequestId)> {
         std::iter::once((&self.conn, &self.request)).chain(self.retries.iter().map(|(c, r)| (c, r)))
@@ -176,5 +187,25 @@ impl LiveState {
     /// The snapshot as JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|e| unreachable!("the live state always serialises: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_prompt_keeps_a_bounded_number_of_retries() {
+        let conn = ConnId::from("c1");
+        let mut held = HeldPrompt::new(conn.clone(), acp_inject_wire::RequestId::Number(0));
+        for i in 1..=HeldPrompt::MAX_RETRIES as i64 {
+            assert_eq!(held.retry(conn.clone(), acp_inject_wire::RequestId::Number(i)), None);
+        }
+        let let_go = held.retry(conn.clone(), acp_inject_wire::RequestId::Number(99));
+        assert_eq!(let_go, Some((conn, acp_inject_wire::RequestId::Number(1))), "the oldest retry goes");
+        let waiting: Vec<_> = held.waiters().map(|(_, r)| r.clone()).collect();
+        assert_eq!(waiting.len(), HeldPrompt::MAX_RETRIES + 1);
+        assert_eq!(waiting.first(), Some(&acp_inject_wire::RequestId::Number(0)), "the first request stays");
+        assert_eq!(waiting.last(), Some(&acp_inject_wire::RequestId::Number(99)));
     }
 }

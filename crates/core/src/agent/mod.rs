@@ -803,7 +803,8 @@ impl Agent {
                                 Some(held) => {
                                     if let Some((conn, request)) = held.retry(conn.to_owned(), id) {
                                         let error = ErrorObject::new(acp_inject_wire::errors::REQUEST_CANCELLED);
-                                        self.out.push_back(Output::Line { to: vec![conn], line: jsonrpc::error_line(&request, &error) });
+                                        self.out
+                                            .push_back(Output::Line { to: vec![conn], line: jsonrpc::error_line(&request, &error) });
                                     }
                                 }
                                 None => {

@@ -540,6 +540,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 50880:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_as() != 7610:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 42405:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attached() != 40889:
@@ -606,7 +608,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 49158:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 30429:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 45764:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -808,6 +810,9 @@ _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call.restype =
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach.restype = ctypes.c_uint16
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_as.argtypes = (
+)
+_UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_as.restype = ctypes.c_uint16
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session.argtypes = (
 )
 _UniffiLib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session.restype = ctypes.c_uint16
@@ -1173,6 +1178,14 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach.restype = None
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_as.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_as.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1374,6 +1387,7 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.argtypes = 
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen.argtypes = (
     ctypes.c_uint64,
+    _UniffiRustBuffer,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
@@ -2430,6 +2444,31 @@ class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
     def write(value, buf):
         buf.write_u64(value)
 
+class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 class _UniffiFfiConverterBoolean:
     @classmethod
     def check_lower(cls, value):
@@ -2515,6 +2554,12 @@ class AgentCoreProtocol(typing.Protocol):
     def attach(self, connection: str,role: bytes) -> None:
         """
         Registers a connection with a role (a `ConnectionRole`).
+"""
+        raise NotImplementedError
+    def attach_as(self, connection: str,role: bytes,principal: typing.Optional[str]) -> None:
+        """
+        Registers a connection with a role (a `ConnectionRole`), speaking for `principal`: it
+        sees the sessions that principal created and no other (R-TENANT-1).
 """
         raise NotImplementedError
     def attach_to_session(self, connection: str,session_id: str) -> bool:
@@ -2768,6 +2813,31 @@ class AgentCore(AgentCoreProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def attach_as(self, connection: str,role: bytes,principal: typing.Optional[str]) -> None:
+        """
+        Registers a connection with a role (a `ConnectionRole`), speaking for `principal`: it
+        sees the sessions that principal created and no other (R-TENANT-1).
+"""
+        
+        _UniffiFfiConverterString.check_lower(connection)
+
+        _UniffiFfiConverterBytes.check_lower(role)
+
+        _UniffiFfiConverterOptionalString.check_lower(principal)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(connection),
+            _UniffiFfiConverterBytes.lower(role),
+            _UniffiFfiConverterOptionalString.lower(principal),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = _UniffiFfiConverterTypeFfiError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_as,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -3217,31 +3287,6 @@ class _UniffiFfiConverterTypeAgentCore:
     @classmethod
     def write(cls, value: AgentCore, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
-
-class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterString.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterString.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterString.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
 
 
 class TurnContextProtocol(typing.Protocol):
@@ -4248,6 +4293,37 @@ class _UniffiFfiConverterTypeAgentRuntime:
     def write(cls, value: AgentRuntime, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
 
+class _UniffiFfiConverterMapStringString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, items):
+        for (key, value) in items.items():
+            _UniffiFfiConverterString.check_lower(key)
+            _UniffiFfiConverterString.check_lower(value)
+
+    @classmethod
+    def write(cls, items, buf):
+        buf.write_i32(len(items))
+        for (key, value) in items.items():
+            _UniffiFfiConverterString.write(key, buf)
+            _UniffiFfiConverterString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative map size")
+
+        # It would be nice to use a dict comprehension,
+        # but in Python 3.7 and before the evaluation order is not according to spec,
+        # so we we're reading the value before the key.
+        # This loop makes the order explicit: first reading the key, then the value.
+        d = {}
+        for i in range(count):
+            key = _UniffiFfiConverterString.read(buf)
+            val = _UniffiFfiConverterString.read(buf)
+            d[key] = val
+        return d
+
 
 class AgentServerProtocol(typing.Protocol):
     """
@@ -4259,14 +4335,18 @@ class AgentServerProtocol(typing.Protocol):
         Closes a session from the agent's side.
 """
         raise NotImplementedError
-    async def listen(self, addr: str,bearer_token: typing.Optional[str],allowed_origins: typing.List[str]) -> str:
+    async def listen(self, addr: str,bearer_token: typing.Optional[str],principal_tokens: dict[str, str],allowed_origins: typing.List[str]) -> str:
         """
         Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
         Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
         (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
         serving goes on in the background until `shutdown`. Anything but a loopback address
-        needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-        with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
+        needs `bearer_token` (clients send `Authorization: Bearer <token>`) or `principal_tokens`,
+        or it is refused with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one
+        included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
+        client sees the sessions its principal created and no other (R-TENANT-1); the shared
+        `bearer_token`, when given beside them, sees the sessions created without one.
+        `allowed_origins` lists the browser origins that may call.
 """
         raise NotImplementedError
     async def run_stdio(self, ) -> None:
@@ -4367,25 +4447,32 @@ class AgentServer(AgentServerProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    async def listen(self, addr: str,bearer_token: typing.Optional[str],allowed_origins: typing.List[str]) -> str:
+    async def listen(self, addr: str,bearer_token: typing.Optional[str],principal_tokens: dict[str, str],allowed_origins: typing.List[str]) -> str:
         """
         Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
         Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
         (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
         serving goes on in the background until `shutdown`. Anything but a loopback address
-        needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-        with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
+        needs `bearer_token` (clients send `Authorization: Bearer <token>`) or `principal_tokens`,
+        or it is refused with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one
+        included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
+        client sees the sessions its principal created and no other (R-TENANT-1); the shared
+        `bearer_token`, when given beside them, sees the sessions created without one.
+        `allowed_origins` lists the browser origins that may call.
 """
         
         _UniffiFfiConverterString.check_lower(addr)
 
         _UniffiFfiConverterOptionalString.check_lower(bearer_token)
 
+        _UniffiFfiConverterMapStringString.check_lower(principal_tokens)
+
         _UniffiFfiConverterSequenceString.check_lower(allowed_origins)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(addr),
             _UniffiFfiConverterOptionalString.lower(bearer_token),
+            _UniffiFfiConverterMapStringString.lower(principal_tokens),
             _UniffiFfiConverterSequenceString.lower(allowed_origins),
         )
         _uniffi_lift_return = _UniffiFfiConverterString.lift

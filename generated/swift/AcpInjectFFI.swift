@@ -610,6 +610,12 @@ public protocol AgentCoreProtocol: AnyObject, Sendable {
     func attach(connection: String, role: Data) throws 
     
     /**
+     * Registers a connection with a role (a `ConnectionRole`), speaking for `principal`: it
+     * sees the sessions that principal created and no other (R-TENANT-1).
+     */
+    func attachAs(connection: String, role: Data, principal: String?) throws 
+    
+    /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
     func attachToSession(connection: String, sessionId: String) throws  -> Bool
@@ -855,6 +861,21 @@ open func attach(connection: String, role: Data)throws   {try rustCallWithError(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(connection),
         FfiConverterData.lower(role),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Registers a connection with a role (a `ConnectionRole`), speaking for `principal`: it
+     * sees the sessions that principal created and no other (R-TENANT-1).
+     */
+open func attachAs(connection: String, role: Data, principal: String?)throws   {try rustCallWithError(FfiConverterTypeFfiError_lift) {
+        uniffiCallStatus in
+    uniffi_acp_inject_ffi_fn_method_agentcore_attach_as(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(connection),
+        FfiConverterData.lower(role),
+        FfiConverterOptionString.lower(principal),uniffiCallStatus
     )
 }
 }
@@ -1874,10 +1895,14 @@ public protocol AgentServerProtocol: AnyObject, Sendable {
      * Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
      * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
      * serving goes on in the background until `shutdown`. Anything but a loopback address
-     * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-     * with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
+     * needs `bearer_token` (clients send `Authorization: Bearer <token>`) or `principal_tokens`,
+     * or it is refused with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one
+     * included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
+     * client sees the sessions its principal created and no other (R-TENANT-1); the shared
+     * `bearer_token`, when given beside them, sees the sessions created without one.
+     * `allowed_origins` lists the browser origins that may call.
      */
-    func listen(addr: String, bearerToken: String?, allowedOrigins: [String]) async throws  -> String
+    func listen(addr: String, bearerToken: String?, principalTokens: [String: String], allowedOrigins: [String]) async throws  -> String
     
     /**
      * Serves over this process's stdin/stdout until the client closes stdin.
@@ -1999,15 +2024,19 @@ open func closeSession(sessionId: String)throws   {try rustCallWithError(FfiConv
      * Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
      * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
      * serving goes on in the background until `shutdown`. Anything but a loopback address
-     * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-     * with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
+     * needs `bearer_token` (clients send `Authorization: Bearer <token>`) or `principal_tokens`,
+     * or it is refused with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one
+     * included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
+     * client sees the sessions its principal created and no other (R-TENANT-1); the shared
+     * `bearer_token`, when given beside them, sees the sessions created without one.
+     * `allowed_origins` lists the browser origins that may call.
      */
-open func listen(addr: String, bearerToken: String?, allowedOrigins: [String])async throws  -> String  {
+open func listen(addr: String, bearerToken: String?, principalTokens: [String: String], allowedOrigins: [String])async throws  -> String  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_agentserver_listen(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(addr),FfiConverterOptionString.lower(bearerToken),FfiConverterSequenceString.lower(allowedOrigins)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(addr),FfiConverterOptionString.lower(bearerToken),FfiConverterDictionaryStringString.lower(principalTokens),FfiConverterSequenceString.lower(allowedOrigins)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -4154,6 +4183,32 @@ fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
         return seq
     }
 }
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDictionaryStringString: FfiConverterRustBuffer {
+    public static func write(_ value: [String: String], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for (key, value) in value {
+            FfiConverterString.write(key, into: &buf)
+            FfiConverterString.write(value, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: String] {
+        let len: Int32 = try readInt(&buf)
+        var dict = [String: String]()
+        dict.reserveCapacity(Int(len))
+        for _ in 0..<len {
+            let key = try FfiConverterString.read(from: &buf)
+            let value = try FfiConverterString.read(from: &buf)
+            dict[key] = value
+        }
+        return dict
+    }
+}
 private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
 private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
 
@@ -4402,6 +4457,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach() != 50880) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach_as() != 7610) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() != 42405) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4648,7 +4706,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 49158) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 30429) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 45764) {

@@ -336,6 +336,11 @@ RustBuffer uniffi_acp_inject_ffi_fn_method_agentcore_answer_call(uint64_t ptr, u
 void uniffi_acp_inject_ffi_fn_method_agentcore_attach(uint64_t ptr, RustBuffer connection, RustBuffer role, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_ATTACH_AS
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_ATTACH_AS
+void uniffi_acp_inject_ffi_fn_method_agentcore_attach_as(uint64_t ptr, RustBuffer connection, RustBuffer role, RustBuffer principal, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_ATTACH_TO_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTCORE_ATTACH_TO_SESSION
 int8_t uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(uint64_t ptr, RustBuffer connection, RustBuffer session_id, RustCallStatus *_Nonnull out_status
@@ -813,7 +818,7 @@ void uniffi_acp_inject_ffi_fn_method_agentserver_close_session(uint64_t ptr, Rus
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_LISTEN
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_LISTEN
-uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_listen(uint64_t ptr, RustBuffer addr, RustBuffer bearer_token, RustBuffer allowed_origins
+uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_listen(uint64_t ptr, RustBuffer addr, RustBuffer bearer_token, RustBuffer principal_tokens, RustBuffer allowed_origins
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_RUN_STDIO
@@ -1257,6 +1262,12 @@ uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_answer_call(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ATTACH
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ATTACH
 uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_attach(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ATTACH_AS
+#define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_CHECKSUM_METHOD_AGENTCORE_ATTACH_AS
+uint16_t uniffi_acp_inject_ffi_checksum_method_agentcore_attach_as(void
     
 );
 #endif

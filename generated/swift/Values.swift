@@ -1485,7 +1485,7 @@ extension ProtocolError: BoundaryCodable {
 
 /// One page of `session/list`.
 public struct SessionPage: Sendable, Hashable, Codable {
-    /// The sessions, most recently active first.
+    /// The sessions, most recently created first.
     public let sessions: [SessionInfo]
     /// Pass as `cursor` for the next page; absent at the end.
     public let nextCursor: String?

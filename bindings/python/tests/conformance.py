@@ -79,8 +79,9 @@ def _drive_agent(run: VectorRun) -> None:
     core = AgentCore(decode(AgentConfig, setup.config))
     core.create_session(setup.session, setup.cwd)
     for c in setup.connections:
-        core.attach(c.id, decode(ConnectionRole, c.role))
-        core.attach_to_session(c.id, setup.session)
+        core.attach(c.id, decode(ConnectionRole, c.role), c.principal)
+        if c.joined:
+            core.attach_to_session(c.id, setup.session)
     outputs: List[Output] = []
     while (step := run.next()) is not None:
         if isinstance(step, Instruction.CLIENT_LINE):

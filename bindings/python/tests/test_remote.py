@@ -238,3 +238,37 @@ async def refusals() -> None:
 
 def test_refusals_are_typed_errors() -> None:
     asyncio.run(refusals())
+
+
+ALICE, BOB = "alice-0123456789abcdef", "bob-0123456789abcdef00"
+
+
+async def principals_apart() -> None:
+    # A token per principal: each client sees its own principal's sessions only.
+    async with await acp.listen(Echo(), "127.0.0.1:0", tokens={"alice": ALICE, "bob": BOB}) as listening:
+        ws = listening.url.replace("http", "ws", 1)
+        async with acp.connect(ws, token=ALICE) as alice:
+            theirs = await alice.new_session("/tmp")
+            bobs: List[str] = []
+            for url in (ws, listening.url):
+                async with acp.connect(url, token=BOB) as bob:
+                    bobs.insert(0, (await bob.new_session("/tmp")).id)
+                    listed = [s.session_id for s in (await bob.list_sessions()).sessions]
+                    assert listed == bobs, listed
+                    # Alice's session is unknown to bob, as one the agent never had.
+                    with pytest.raises(AcpError.Protocol if url == ws else AcpError) as never:
+                        await bob.resume("sess_never", "/tmp")
+                    with pytest.raises(type(never.value)) as foreign:
+                        await bob.resume(theirs.id, "/tmp")
+                    assert str(foreign.value).replace(theirs.id, "ID") == str(never.value).replace("sess_never", "ID")
+            assert [s.session_id for s in (await alice.list_sessions()).sessions] == [theirs.id]
+            await theirs.prompt("still mine")
+            await until(theirs, "the echo", lambda s: s.state == TurnState.IDLE and len(s.transcript) == 2)
+        # A token shared by two principals, or a short one, is refused.
+        for tokens in ({"a": ALICE, "b": ALICE}, {"a": "short"}):
+            with pytest.raises(AcpError.Config):
+                await acp.listen(Echo(), "127.0.0.1:0", tokens=tokens)
+
+
+def test_principals_see_their_own_sessions_only() -> None:
+    asyncio.run(principals_apart())

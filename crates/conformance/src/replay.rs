@@ -50,7 +50,7 @@ pub struct AgentSetup {
     pub session: String,
     /// Its working directory.
     pub cwd: String,
-    /// Connections and their roles, each attached to the session.
+    /// Connections, their roles and principals, registered before the first step.
     pub connections: Vec<SetupConnection>,
 }
 
@@ -61,6 +61,11 @@ pub struct SetupConnection {
     pub id: ConnId,
     /// Its role.
     pub role: ConnectionRole,
+    /// The principal it speaks for (the vector's `principals`, R-TENANT-1).
+    pub principal: Option<String>,
+    /// Attached to the setup's session (`c1` and the observers; not a connection named only
+    /// in `principals`).
+    pub joined: bool,
 }
 
 /// How to set up the client for a client-side vector.
@@ -660,9 +665,25 @@ pub fn agent_setup(vector: &Value) -> Result<AgentSetup, Mismatch> {
     };
     let config = AgentConfig { inject, policy, info: Default::default(), setup, auth, extensions };
     config.check().map_err(|e| err(format!("the vector's configuration is refused: {e}")))?;
-    let mut connections = vec![SetupConnection { id: "c1".into(), role: ConnectionRole::Controller }];
+    let principals: BTreeMap<String, String> = match vector.get("principals") {
+        Some(p) => serde_json::from_value(p.clone()).map_err(|e| err(format!("principals: {e}")))?,
+        None => BTreeMap::new(),
+    };
+    let principal = |id: &str| principals.get(id).cloned();
+    let mut connections =
+        vec![SetupConnection { id: "c1".into(), role: ConnectionRole::Controller, principal: principal("c1"), joined: true }];
     for o in vector.get("observers").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-        connections.push(SetupConnection { id: o.into(), role: ConnectionRole::Observer });
+        connections.push(SetupConnection { id: o.into(), role: ConnectionRole::Observer, principal: principal(o), joined: true });
+    }
+    for (id, p) in &principals {
+        if !connections.iter().any(|c| c.id.as_str() == id) {
+            connections.push(SetupConnection {
+                id: id.as_str().into(),
+                role: ConnectionRole::Controller,
+                principal: Some(p.clone()),
+                joined: false,
+            });
+        }
     }
     Ok(AgentSetup {
         config,

@@ -127,8 +127,10 @@ fn drive_agent(mut run: VectorRun, text: &str) -> Result<(), Mismatch> {
     let session = SessionId(setup.session.clone());
     agent.create_session(&session, &setup.cwd).map_err(|e| Mismatch(e.to_string()))?;
     for c in &setup.connections {
-        agent.attach(&c.id, c.role);
-        agent.attach_to_session(&c.id, &session).map_err(|e| Mismatch(e.to_string()))?;
+        agent.attach_as(&c.id, c.role, c.principal.clone());
+        if c.joined {
+            agent.attach_to_session(&c.id, &session).map_err(|e| Mismatch(e.to_string()))?;
+        }
     }
     drain(&mut agent)?;
     while let Some(instruction) = run.next_instruction()? {

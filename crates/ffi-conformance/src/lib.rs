@@ -60,6 +60,10 @@ pub struct SetupConnection {
     pub id: String,
     /// A `ConnectionRole`, encoded.
     pub role: Vec<u8>,
+    /// The principal it speaks for (R-TENANT-1).
+    pub principal: Option<String>,
+    /// Attached to the setup's session before the first step.
+    pub joined: bool,
 }
 
 /// How to set up the client for a client-side vector.
@@ -192,8 +196,11 @@ impl VectorRun {
             let (agent, client) = match run.side() {
                 CoreSide::Agent => {
                     let a = acp_inject_conformance::agent_setup(&value).map_err(mismatch)?;
-                    let connections =
-                        a.connections.into_iter().map(|c| SetupConnection { id: c.id.into(), role: out(&c.role) }).collect();
+                    let connections = a
+                        .connections
+                        .into_iter()
+                        .map(|c| SetupConnection { id: c.id.into(), role: out(&c.role), principal: c.principal, joined: c.joined })
+                        .collect();
                     (Some(AgentSetup { config: out(&a.config), session: a.session, cwd: a.cwd, connections }), None)
                 }
                 CoreSide::Client => {

@@ -88,6 +88,15 @@ impl AgentCore {
         })
     }
 
+    /// Registers a connection with a role (a `ConnectionRole`), speaking for `principal`: it
+    /// sees the sessions that principal created and no other (R-TENANT-1).
+    pub fn attach_as(&self, connection: String, role: Vec<u8>, principal: Option<String>) -> Result<(), FfiError> {
+        self.call(|agent| {
+            agent.attach_as(&ConnId::from(connection), arg::<ConnectionRole>(&role, "role")?, principal);
+            Ok(())
+        })
+    }
+
     /// A connection went away: it is detached from every session, and the agent's requests only
     /// it could answer are answered `cancelled` (drain them with the next call's outputs, or
     /// call [`AgentCore::detach_and_drain`]).

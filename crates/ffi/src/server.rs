@@ -259,15 +259,38 @@ impl AgentServer {
     /// Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
     /// (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
     /// serving goes on in the background until `shutdown`. Anything but a loopback address
-    /// needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-    /// with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
-    pub async fn listen(&self, addr: String, bearer_token: Option<String>, allowed_origins: Vec<String>) -> Result<String, FfiError> {
+    /// needs `bearer_token` (clients send `Authorization: Bearer <token>`) or `principal_tokens`,
+    /// or it is refused with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one
+    /// included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
+    /// client sees the sessions its principal created and no other (R-TENANT-1); the shared
+    /// `bearer_token`, when given beside them, sees the sessions created without one.
+    /// `allowed_origins` lists the browser origins that may call.
+    pub async fn listen(
+        &self,
+        addr: String,
+        bearer_token: Option<String>,
+        principal_tokens: std::collections::HashMap<String, String>,
+        allowed_origins: Vec<String>,
+    ) -> Result<String, FfiError> {
         let server = self.inner.clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let url = on_runtime(async move {
-            let auth = match bearer_token {
-                Some(t) => Some(Arc::new(acp_inject_remote::BearerToken::new(t)?) as Arc<dyn acp_inject_remote::Authorize>),
-                None => None,
+            let auth: Option<Arc<dyn acp_inject_remote::Authorize>> = match (bearer_token, principal_tokens.is_empty()) {
+                (None, true) => None,
+                (Some(t), true) => Some(Arc::new(acp_inject_remote::BearerToken::new(t)?)),
+                (shared, false) => {
+                    // In name order, so a refusal names the same principal every time.
+                    let mut principals: Vec<_> = principal_tokens.into_iter().collect();
+                    principals.sort();
+                    let mut tokens = acp_inject_remote::BearerTokens::new();
+                    for (principal, token) in principals {
+                        tokens = tokens.principal(&principal, token)?;
+                    }
+                    if let Some(t) = shared {
+                        tokens = tokens.shared(t)?;
+                    }
+                    Some(Arc::new(tokens))
+                }
             };
             let options = acp_inject_remote::ListenOptions { auth, allowed_origins, ..Default::default() };
             let listener = acp_inject_remote::listen(server, &addr, options).await?;

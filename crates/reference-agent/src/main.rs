@@ -64,6 +64,11 @@ struct Options {
     /// environment variable (required to listen on anything but loopback).
     #[arg(long = "token-env", value_name = "VAR", requires = "listen")]
     token_env: Option<String>,
+    /// With `--listen`: principal NAME's bearer token, read from the environment variable VAR
+    /// (repeatable): each client sees the sessions its principal created and no other; with
+    /// `--token-env` beside them, that shared token sees the sessions created without one.
+    #[arg(long = "principal-token-env", value_name = "NAME=VAR", requires = "listen")]
+    principal_token_env: Vec<String>,
     /// With `--listen`: a browser origin allowed to call (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
     allow_origin: Vec<String>,
@@ -269,21 +274,12 @@ fn main() -> std::process::ExitCode {
         },
         None => None,
     };
-    let auth = match &opts.token_env {
-        Some(var) => match std::env::var(var) {
-            Ok(token) => match BearerToken::new(token) {
-                Ok(token) => Some(Arc::new(token) as Arc<dyn acp_inject_remote::Authorize>),
-                Err(e) => {
-                    eprintln!("acp-inject-agent: --token-env {var}: {e}");
-                    return std::process::ExitCode::FAILURE;
-                }
-            },
-            Err(_) => {
-                eprintln!("acp-inject-agent: --token-env {var}: the environment variable is unset");
-                return std::process::ExitCode::FAILURE;
-            }
-        },
-        None => None,
+    let auth = match authentication(&opts) {
+        Ok(auth) => auth,
+        Err(e) => {
+            eprintln!("acp-inject-agent: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
     };
     let result: Result<(), Box<dyn std::error::Error>> = runtime.block_on(async {
         let server = AgentServer::new(Arc::new(Scripted { opts: opts.clone() }), ServeOptions { config: config(&opts), store })?;
@@ -360,4 +356,31 @@ async fn stop_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// The listener's authentication from `--token-env` and `--principal-token-env`, tokens read
+/// from the environment.
+fn authentication(opts: &Options) -> Result<Option<Arc<dyn acp_inject_remote::Authorize>>, String> {
+    let read = |flag: &str, var: &str| std::env::var(var).map_err(|_| format!("{flag} {var}: the environment variable is unset"));
+    if opts.principal_token_env.is_empty() {
+        return match &opts.token_env {
+            Some(var) => {
+                let token = BearerToken::new(read("--token-env", var)?).map_err(|e| format!("--token-env {var}: {e}"))?;
+                Ok(Some(Arc::new(token)))
+            }
+            None => Ok(None),
+        };
+    }
+    let mut tokens = acp_inject_remote::BearerTokens::new();
+    for given in &opts.principal_token_env {
+        let Some((name, var)) = given.split_once('=') else {
+            return Err(format!("--principal-token-env {given}: expected NAME=VAR"));
+        };
+        let flag = format!("--principal-token-env {given}:");
+        tokens = tokens.principal(name, read("--principal-token-env", var)?).map_err(|e| format!("{flag} {e}"))?;
+    }
+    if let Some(var) = &opts.token_env {
+        tokens = tokens.shared(read("--token-env", var)?).map_err(|e| format!("--token-env {var}: {e}"))?;
+    }
+    Ok(Some(Arc::new(tokens)))
 }

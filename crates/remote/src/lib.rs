@@ -83,6 +83,12 @@
 //!   close, resume). An agent unreachable for about 12 s ends the `Connection`
 //!   (`TransportError::Closed`); connect again and resume each session with replay. A dropped
 //!   connection does not cancel its turns.
+//! - **Principals.** The RFD leaves authentication to the deployment. The [`Authorize`] hook
+//!   names the principal a request speaks for ([`BearerTokens`]: a token per principal); a
+//!   connection keeps the one it was opened with (a request naming another gets 404, as for an
+//!   unknown connection), and sees the sessions that principal created and no other (R-TENANT-1
+//!   in `spec/rules.md`: another principal's session is answered as one the agent never had,
+//!   and its session stream is refused 409 like an unknown session's).
 //! - **Cookies** are kept for the connection's life on Streamable HTTP (the RFD requires it);
 //!   the WebSocket upgrade is one request.
 //!
@@ -189,9 +195,15 @@ impl Limits {
 
 /// A check of every request's headers, before anything else is done with it. Return `Err`
 /// with what the client is told (401).
+///
+/// `Ok` names who the request speaks for, its *principal* (`None`: nobody in particular, as
+/// with one token everyone shares). A connection keeps the principal of the request that
+/// opened it: it lists, resumes and acts on the sessions that principal created and no other
+/// (another principal's session is answered as one the agent does not know, R-TENANT-1), and a
+/// later request on it that names another principal is answered as for an unknown connection.
 pub trait Authorize: Send + Sync + 'static {
-    /// `Ok` to let the request through.
-    fn authorize(&self, headers: &axum::http::HeaderMap) -> Result<(), String>;
+    /// `Ok(principal)` to let the request through.
+    fn authorize(&self, headers: &axum::http::HeaderMap) -> Result<Option<String>, String>;
 }
 
 /// `Authorization: Bearer <token>`, compared in constant time.
@@ -227,22 +239,94 @@ impl std::fmt::Debug for BearerToken {
     }
 }
 
-impl Authorize for BearerToken {
-    fn authorize(&self, headers: &axum::http::HeaderMap) -> Result<(), String> {
-        let given = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .unwrap_or("");
-        // Constant time in the token's length: every byte is compared whatever differs first.
+impl BearerToken {
+    /// Whether `given` is this token, in constant time in the token's length (every byte is
+    /// compared whatever differs first).
+    fn matches(&self, given: &str) -> bool {
         let (a, b) = (given.as_bytes(), self.0.as_bytes());
         // `b` is never empty (`new`), so a missing header (`a` empty) never matches.
-        let differs = b.is_empty() || a.len() != b.len() || a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) != 0;
-        if differs {
-            Err("Unauthorized: a valid bearer token is required".into())
+        !b.is_empty() && a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
+/// The bearer token a request carries (`""` without one).
+fn bearer(headers: &axum::http::HeaderMap) -> &str {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .unwrap_or("")
+}
+
+const UNAUTHORIZED: &str = "Unauthorized: a valid bearer token is required";
+
+/// One token everyone shares: no principal.
+impl Authorize for BearerToken {
+    fn authorize(&self, headers: &axum::http::HeaderMap) -> Result<Option<String>, String> {
+        if self.matches(bearer(headers)) {
+            Ok(None)
         } else {
-            Ok(())
+            Err(UNAUTHORIZED.into())
         }
+    }
+}
+
+/// A bearer token per principal (a user, a tenant): a request is that principal's when it
+/// carries its token, and sees that principal's sessions only (R-TENANT-1). A shared token
+/// (no principal) may stand beside them.
+#[derive(Clone, Debug, Default)]
+pub struct BearerTokens(Vec<(Option<String>, BearerToken)>);
+
+impl BearerTokens {
+    /// No token yet: every request is refused until one is added.
+    pub fn new() -> BearerTokens {
+        BearerTokens::default()
+    }
+
+    /// Adds `principal`'s token. Refused: a weak token ([`BearerToken::new`]), an empty
+    /// principal, or a token or principal given twice.
+    pub fn principal(self, principal: &str, token: impl Into<String>) -> Result<BearerTokens, RemoteError> {
+        if principal.is_empty() {
+            return Err(RemoteError::WeakToken("a principal's name is not empty".into()));
+        }
+        if self.0.iter().any(|(p, _)| p.as_deref() == Some(principal)) {
+            return Err(RemoteError::WeakToken(format!("principal {principal:?} is named twice")));
+        }
+        self.add(Some(principal.to_owned()), token)
+    }
+
+    /// Adds a token everyone who holds it shares: no principal (the sessions created
+    /// without one).
+    pub fn shared(self, token: impl Into<String>) -> Result<BearerTokens, RemoteError> {
+        self.add(None, token)
+    }
+
+    fn add(mut self, principal: Option<String>, token: impl Into<String>) -> Result<BearerTokens, RemoteError> {
+        let token = BearerToken::new(token)?;
+        if self.0.iter().any(|(_, t)| t.matches(&token.0)) {
+            return Err(RemoteError::WeakToken("two principals cannot share a token".into()));
+        }
+        self.0.push((principal, token));
+        Ok(self)
+    }
+
+    /// Whether no token was added.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Authorize for BearerTokens {
+    fn authorize(&self, headers: &axum::http::HeaderMap) -> Result<Option<String>, String> {
+        let given = bearer(headers);
+        // Every token is compared, so the time says nothing of which one matched.
+        let mut found = None;
+        for (principal, token) in &self.0 {
+            if token.matches(given) && found.is_none() {
+                found = Some(principal.clone());
+            }
+        }
+        found.ok_or_else(|| UNAUTHORIZED.into())
     }
 }
 

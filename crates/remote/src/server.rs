@@ -318,6 +318,9 @@ impl Drop for Lease {
 /// One Streamable HTTP connection.
 struct HttpConn {
     id: String,
+    /// Who the request that opened it spoke for ([`Authorize`]); every later request on it
+    /// must speak for the same.
+    principal: Option<String>,
     link: ClientLink,
     routing: Mutex<Routing>,
     /// Bytes waiting in this connection's mailboxes.
@@ -402,12 +405,18 @@ struct Shared {
 }
 
 impl Shared {
-    /// The connection a request names; `Err` is the status and text to answer.
-    fn conn(&self, headers: &HeaderMap) -> Result<Arc<HttpConn>, (StatusCode, &'static str)> {
+    /// The connection a request names, when it speaks for the connection's principal (another
+    /// principal's connection is answered as an unknown one); `Err` is the status and text to
+    /// answer.
+    fn conn(&self, headers: &HeaderMap, principal: &Option<String>) -> Result<Arc<HttpConn>, (StatusCode, &'static str)> {
         let Some(id) = header_str(headers, HEADER_CONNECTION_ID) else {
             return Err((StatusCode::BAD_REQUEST, "Missing Acp-Connection-Id"));
         };
-        lock(&self.conns).get(id).cloned().ok_or((StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id"))
+        lock(&self.conns)
+            .get(id)
+            .filter(|c| c.principal == *principal)
+            .cloned()
+            .ok_or((StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id"))
     }
 
     /// Takes a connection slot; `None` at the limit, or once the listener is stopping.
@@ -534,28 +543,32 @@ async fn authorized_endpoint(
     body: Body,
 ) -> Response {
     let shared = Arc::clone(shared);
-    if let Some(auth) = &shared.options.auth {
-        if let Err(reason) = auth.authorize(&headers) {
-            let mut response = text(StatusCode::UNAUTHORIZED, &reason);
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return response;
-        }
-    }
+    let principal = match &shared.options.auth {
+        Some(auth) => match auth.authorize(&headers) {
+            Ok(principal) => principal,
+            Err(reason) => {
+                let mut response = text(StatusCode::UNAUTHORIZED, &reason);
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return response;
+            }
+        },
+        None => None,
+    };
     match method {
-        Method::POST => post(shared, headers, body).await,
+        Method::POST => post(shared, principal, headers, body).await,
         Method::GET => match ws.ok() {
-            Some(ws) => upgrade(shared, ws),
+            Some(ws) => upgrade(shared, principal, ws),
             None if header_str(&headers, header::UPGRADE.as_str()).is_some_and(|u| u.eq_ignore_ascii_case("websocket")) => {
                 text(StatusCode::BAD_REQUEST, "Malformed WebSocket upgrade")
             }
-            None => stream(shared, &headers),
+            None => stream(shared, &principal, &headers),
         },
         // WebSocket over HTTP/2 (RFC 8441's extended CONNECT).
         Method::CONNECT => match ws.ok() {
-            Some(ws) => upgrade(shared, ws),
+            Some(ws) => upgrade(shared, principal, ws),
             None => text(StatusCode::METHOD_NOT_ALLOWED, "CONNECT is for a WebSocket over HTTP/2"),
         },
-        Method::DELETE => match shared.conn(&headers) {
+        Method::DELETE => match shared.conn(&headers, &principal) {
             Ok(conn) => {
                 shared.remove(&conn.id);
                 StatusCode::ACCEPTED.into_response()
@@ -570,7 +583,7 @@ async fn authorized_endpoint(
     }
 }
 
-async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
+async fn post(shared: Arc<Shared>, principal: Option<String>, headers: HeaderMap, body: Body) -> Response {
     let json = header_str(&headers, header::CONTENT_TYPE.as_str())
         .and_then(|ct| ct.split(';').next())
         .is_some_and(|ct| ct.trim().eq_ignore_ascii_case("application/json"));
@@ -593,11 +606,11 @@ async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
     let connection = header_str(&headers, HEADER_CONNECTION_ID);
     if envelope.method.as_deref() == Some(methods::INITIALIZE) && envelope.is_request() {
         return match connection {
-            None => initialize(shared, envelope, body).await,
+            None => initialize(shared, principal, envelope, body).await,
             Some(_) => text(StatusCode::BAD_REQUEST, "initialize is not allowed on an existing connection"),
         };
     }
-    let conn = match shared.conn(&headers) {
+    let conn = match shared.conn(&headers, &principal) {
         Ok(c) => c,
         Err((status, why)) => return text(status, why),
     };
@@ -640,14 +653,15 @@ async fn post(shared: Arc<Shared>, headers: HeaderMap, body: Body) -> Response {
 }
 
 /// `initialize` without a connection: a new connection, answered inline.
-async fn initialize(shared: Arc<Shared>, envelope: Envelope, body: Bytes) -> Response {
+async fn initialize(shared: Arc<Shared>, principal: Option<String>, envelope: Envelope, body: Bytes) -> Response {
     if shared.admit().is_none() {
         return text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)");
     }
     let id = uuid::Uuid::new_v4().to_string();
-    let (link, mut lines) = shared.agent.connect(id.as_str().into(), shared.options.limits.max_buffered_bytes);
+    let (link, mut lines) = shared.agent.connect_as(id.as_str().into(), shared.options.limits.max_buffered_bytes, principal.clone());
     let conn = Arc::new(HttpConn {
         id: id.clone(),
+        principal,
         link,
         routing: Mutex::new(Routing { connection: Arc::new(Mailbox::new()), sessions: HashMap::new(), answers: HashMap::new() }),
         buffered: AtomicUsize::new(0),
@@ -708,12 +722,12 @@ async fn router(shared: Arc<Shared>, conn: Arc<HttpConn>, mut lines: Lines) {
 }
 
 /// `GET` without an upgrade: the connection's stream, or a session's.
-fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
+fn stream(shared: Arc<Shared>, principal: &Option<String>, headers: &HeaderMap) -> Response {
     let accepts = header_str(headers, header::ACCEPT.as_str()).is_some_and(|a| a.to_ascii_lowercase().contains("text/event-stream"));
     if !accepts {
         return text(StatusCode::NOT_ACCEPTABLE, "Accept must include text/event-stream");
     }
-    let conn = match shared.conn(headers) {
+    let conn = match shared.conn(headers, principal) {
         Ok(c) => c,
         Err((status, why)) => return text(status, why),
     };
@@ -732,7 +746,7 @@ fn stream(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
                 // client takes any other status as the whole connection's failure, and 409 as
                 // that session's (its requests fail, the connection goes on).
                 if !routing.sessions.contains_key(session) {
-                    if !shared.agent.is_live(&SessionId::from(session)) {
+                    if !shared.agent.is_live_for(&SessionId::from(session), principal.as_deref()) {
                         return text(StatusCode::CONFLICT, "Unknown Acp-Session-Id: the agent has no such session");
                     }
                     if !routing.make_room(shared.options.limits.max_sessions_per_connection) {
@@ -794,7 +808,7 @@ impl Drop for Attached {
     }
 }
 
-fn upgrade(shared: Arc<Shared>, ws: WebSocketUpgrade) -> Response {
+fn upgrade(shared: Arc<Shared>, principal: Option<String>, ws: WebSocketUpgrade) -> Response {
     if shared.admit().is_none() {
         return text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)");
     }
@@ -810,16 +824,16 @@ fn upgrade(shared: Arc<Shared>, ws: WebSocketUpgrade) -> Response {
         .write_buffer_size(8 * 1024)
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
-        .on_upgrade(move |socket| websocket(shared, slot, id, socket));
+        .on_upgrade(move |socket| websocket(shared, slot, id, principal, socket));
     if let Some(value) = header_id {
         response.headers_mut().insert(HEADER_CONNECTION_ID, value);
     }
     response
 }
 
-async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, socket: WebSocket) {
+async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Option<String>, socket: WebSocket) {
     let limits = &shared.options.limits;
-    let (link, mut lines) = shared.agent.connect(id.as_str().into(), limits.max_buffered_bytes);
+    let (link, mut lines) = shared.agent.connect_as(id.as_str().into(), limits.max_buffered_bytes, principal);
     let link = Attached(link);
     let link = &link.0;
     let (mut sink, mut frames) = socket.split();

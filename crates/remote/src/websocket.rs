@@ -23,9 +23,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use acp_inject_core::wire::methods;
+use acp_inject_core::wire::{jsonrpc, methods, McpServer, ReplayFrom, ReplayFromStart, RequestId, ResumeSessionRequest, SessionId};
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::io::{BufReader, DuplexStream};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -189,9 +189,8 @@ pub(crate) struct Recall {
     version: Option<u64>,
     flights: HashMap<String, Flight>,
     seq: u64,
-    /// The sessions on the connection, each with the setup a resume repeats (`cwd`,
-    /// `additionalDirectories`, `mcpServers`).
-    sessions: BTreeMap<String, Map<String, Value>>,
+    /// The sessions on the connection, each with the setup a resume repeats.
+    sessions: BTreeMap<String, Setup>,
     rejoins: u64,
 }
 
@@ -282,11 +281,12 @@ impl Recall {
         }
         for (session, setup) in self.sessions.clone() {
             let id = self.own_id();
-            let mut params = setup;
-            params.insert("sessionId".into(), Value::String(session.clone()));
-            params.insert("replayFrom".into(), serde_json::json!({ "type": "start" }));
-            let request = serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": methods::SESSION_RESUME, "params": params });
-            let answer = call(socket, app, &request.to_string(), &id).await?;
+            let params = ResumeSessionRequest::new(SessionId(session.clone()), setup.cwd)
+                .additional_directories(setup.additional_directories)
+                .mcp_servers(setup.mcp_servers)
+                .replay_from(ReplayFrom::Start(Box::new(ReplayFromStart::new())));
+            let request = jsonrpc::request_line(&RequestId::Str(id.clone()), &params);
+            let answer = call(socket, app, &request, &id).await?;
             if route::envelope(answer.as_bytes()).is_some_and(|e| e.failed) {
                 // The agent no longer has it: the app's next call on it says so.
                 self.sessions.remove(&session);
@@ -378,18 +378,24 @@ fn protocol_version(line: &str) -> Option<u64> {
     serde_json::from_str::<Answer>(line).ok().map(|a| a.result.version)
 }
 
-/// What a resume repeats of a request that opened a session.
-fn setup_of(request: &str) -> Map<String, Value> {
-    let params = serde_json::from_str::<Value>(request).ok().and_then(|mut v| v.get_mut("params").map(Value::take));
-    let mut setup = Map::new();
-    if let Some(Value::Object(mut params)) = params {
-        for key in ["cwd", "additionalDirectories", "mcpServers"] {
-            if let Some(v) = params.remove(key) {
-                setup.insert(key.to_owned(), v);
-            }
-        }
+/// What a resume repeats of the request that opened or resumed a session (`session/new`,
+/// `session/resume`, `session/fork`: each has these members).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Setup {
+    cwd: String,
+    #[serde(default)]
+    additional_directories: Option<Vec<String>>,
+    #[serde(default)]
+    mcp_servers: Option<Vec<McpServer>>,
+}
+
+fn setup_of(request: &str) -> Setup {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        params: Setup,
     }
-    setup
+    serde_json::from_str::<Request>(request).map(|r| r.params).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -410,8 +416,8 @@ mod tests {
         r.sent(r#"{"jsonrpc":"2.0","id":3,"method":"session/resume","params":{"sessionId":"s3","cwd":"/v"}}"#);
         r.received(r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32002,"message":"no"}}"#);
         assert_eq!(r.sessions.keys().collect::<Vec<_>>(), ["s1", "s2"]);
-        assert_eq!(Value::Object(r.sessions["s1"].clone()), serde_json::json!({"cwd": "/w", "mcpServers": []}));
-        assert_eq!(Value::Object(r.sessions["s2"].clone()), serde_json::json!({"cwd": "/v"}), "replayFrom is the bridge's");
+        assert_eq!(r.sessions["s1"], Setup { cwd: "/w".into(), additional_directories: None, mcp_servers: Some(vec![]) });
+        assert_eq!(r.sessions["s2"], Setup { cwd: "/v".into(), ..Setup::default() }, "replayFrom is the bridge's");
         r.sent(r#"{"jsonrpc":"2.0","id":4,"method":"session/close","params":{"sessionId":"s2"}}"#);
         r.received(r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32002,"message":"gone"}}"#);
         assert_eq!(r.sessions.keys().collect::<Vec<_>>(), ["s1"]);

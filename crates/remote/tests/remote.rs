@@ -617,10 +617,11 @@ impl acp_inject_core::agent::Store for LosingStore {
     fn list(
         &self,
         cwd: Option<&str>,
+        principal: Option<&str>,
         before: Option<u64>,
         limit: usize,
     ) -> Result<acp_inject_core::agent::SessionPage, acp_inject_core::agent::StoreError> {
-        self.inner.lock().unwrap().list(cwd, before, limit)
+        self.inner.lock().unwrap().list(cwd, principal, before, limit)
     }
     fn session(
         &self,
@@ -1190,4 +1191,93 @@ async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy_over_stream
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy_over_websocket() {
     a_cut_between_acceptance_and_answer_leaves_exactly_one_copy("ws").await;
+}
+
+/// R-TENANT-1: with a token per principal, each client sees the sessions its principal created
+/// and no other: another principal's session is listed nowhere and answered as unknown
+/// (resume, status, prompt, inject, close), over WebSocket and Streamable HTTP alike; a
+/// shared token (no principal) sees neither; an HTTP connection answers only its own principal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn principals_see_their_own_sessions_only() {
+    use acp_inject_remote::BearerTokens;
+    use acp_inject_transport::TransportError;
+    let tokens = BearerTokens::new()
+        .principal("alice", "alice-0123456789abcdef")
+        .unwrap()
+        .principal("bob", "bob-0123456789abcdef00")
+        .unwrap()
+        .shared("shared-0123456789abcdef")
+        .unwrap();
+    assert!(BearerTokens::new()
+        .principal("carol", "alice-0123456789abcdef")
+        .unwrap()
+        .principal("dave", "alice-0123456789abcdef")
+        .is_err());
+    assert!(BearerTokens::new().principal("carol", "short").is_err());
+    let (server, addr) = agent(Arc::new(Gated::default()), ListenOptions { auth: Some(Arc::new(tokens)), ..Default::default() }).await;
+    let connect = |scheme: &str, token: &str| {
+        let endpoint = Endpoint::new(format!("{scheme}://{addr}/acp")).bearer(token);
+        async move { endpoint.connect(ConnectOptions::default()).await }
+    };
+
+    let alice = connect("ws", "alice-0123456789abcdef").await.unwrap();
+    let theirs = alice.new_session("/home/alice", vec![], vec![]).await.unwrap();
+    let id = theirs.id().clone();
+    for scheme in ["ws", "http"] {
+        for token in ["bob-0123456789abcdef00", "shared-0123456789abcdef"] {
+            let other = connect(scheme, token).await.unwrap();
+            let mine = other.new_session("/home/other", vec![], vec![]).await.unwrap();
+            let (listed, _) = other.list_sessions(None, None).await.unwrap();
+            assert!(listed.iter().all(|s| s.session_id != id), "{scheme} {token}: {listed:?}");
+            assert!(listed.iter().any(|s| &s.session_id == mine.id()), "{scheme} {token}: its own session is listed");
+            // Answered exactly as a session the agent never had (over Streamable HTTP its
+            // stream is refused first, 409, as for an unknown session).
+            let code = |e: TransportError| match e {
+                TransportError::Protocol(p) => (p.code, p.message.replace(&id.0, "ID").replace("sess_nowhere", "ID")),
+                other => panic!("{other:?}"),
+            };
+            let never = code(other.resume(&"sess_nowhere".into(), "/home/alice", true).await.map(drop).unwrap_err());
+            if scheme == "ws" {
+                assert_eq!(never.0, -32002);
+            }
+            for replay in [true, false] {
+                let err = code(other.resume(&id, "/home/alice", replay).await.map(drop).unwrap_err());
+                assert_eq!(err, never, "{scheme} {token}: resume (replay {replay})");
+            }
+            mine.close().await.unwrap();
+            other.close().await;
+        }
+    }
+    // The foreign session was not touched: alice still has it, idle, and lists it.
+    let (listed, _) = alice.list_sessions(None, None).await.unwrap();
+    assert_eq!(listed.iter().map(|s| s.session_id.clone()).collect::<Vec<_>>(), std::slice::from_ref(&id));
+    assert!(matches!(theirs.status().await.unwrap().state, Some(acp_inject_core::wire::StateUpdate::Idle(_))));
+
+    // A raw HTTP client with bob's token cannot use alice's connection, nor status her session.
+    let http = reqwest::Client::new();
+    let post = |token: &str, conn: Option<&str>, session: Option<&str>, body: String| {
+        let mut r = http
+            .post(format!("http://{addr}/acp"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        if let Some(c) = conn {
+            r = r.header("Acp-Connection-Id", c);
+        }
+        if let Some(s) = session {
+            r = r.header("Acp-Session-Id", s);
+        }
+        r.send()
+    };
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"raw","version":"1"}}}"#;
+    let opened = post("alice-0123456789abcdef", None, None, init.to_owned()).await.unwrap();
+    let conn = opened.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let status = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"session/status","params":{{"sessionId":"{}"}}}}"#, id.0);
+    let hijack = post("bob-0123456789abcdef00", Some(&conn), Some(&id.0), status.clone()).await.unwrap();
+    assert_eq!(hijack.status().as_u16(), 404, "another principal's connection is unknown");
+    let own = post("alice-0123456789abcdef", Some(&conn), Some(&id.0), status).await.unwrap();
+    assert_eq!(own.status().as_u16(), 202);
+    alice.close().await;
+    server.shutdown().await;
 }

@@ -187,7 +187,7 @@ enum EntryRef<'a> {
 }
 
 /// The columns of a [`SessionRecord`], in [`RawRecord::read`] order.
-const RECORD_COLUMNS: &str = "session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed";
+const RECORD_COLUMNS: &str = "session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed, principal";
 
 /// A `sessions` row as SQLite returns it, before JSON decoding.
 struct RawRecord {
@@ -199,6 +199,7 @@ struct RawRecord {
     title: Option<String>,
     updated_at: Option<String>,
     closed: bool,
+    principal: Option<String>,
 }
 
 impl RawRecord {
@@ -212,6 +213,7 @@ impl RawRecord {
             title: row.get(5)?,
             updated_at: row.get(6)?,
             closed: row.get(7)?,
+            principal: row.get(8)?,
         })
     }
 
@@ -225,6 +227,7 @@ impl RawRecord {
             title: self.title,
             updated_at: self.updated_at,
             closed: self.closed,
+            principal: self.principal,
         })
     }
 }
@@ -474,6 +477,7 @@ impl SqliteStore {
                     r.title.clone().map_or(Value::Null, Value::Text),
                     r.updated_at.clone().map_or(Value::Null, Value::Text),
                     Value::Integer(i64::from(r.closed)),
+                    r.principal.clone().map_or(Value::Null, Value::Text),
                 ];
                 return self.insert_held(values, idle);
             }
@@ -481,8 +485,8 @@ impl SqliteStore {
             // processes created when the file was shared number from there), else the agent's.
             self.exec(
                 "INSERT INTO sessions (session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, \
-                 closed, turn) VALUES (?1, MAX(?2, COALESCE((SELECT MAX(ordinal) FROM sessions), 0) + 1), ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![r.session_id.as_str(), ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed, idle],
+                 closed, turn, principal) VALUES (?1, MAX(?2, COALESCE((SELECT MAX(ordinal) FROM sessions), 0) + 1), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![r.session_id.as_str(), ordinal, r.cwd, dirs, mcp, r.title, r.updated_at, r.closed, idle, r.principal],
             )?;
             return Ok(());
         }
@@ -693,17 +697,21 @@ impl Store for SqliteStore {
         result
     }
 
-    fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
+    fn list(&self, cwd: Option<&str>, principal: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
         // An ordinal bound past the integer range excludes nothing.
         let before = before.and_then(|b| i64::try_from(b).ok());
         let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
-        let (filter, mut values) = match (cwd, before) {
-            (None, None) => ("", vec![]),
-            (Some(c), None) => ("WHERE cwd = ?2", vec![Value::Text(c.to_owned())]),
-            (None, Some(b)) => ("WHERE ordinal < ?2", vec![Value::Integer(b)]),
-            (Some(c), Some(b)) => ("WHERE cwd = ?2 AND ordinal < ?3", vec![Value::Text(c.to_owned()), Value::Integer(b)]),
-        };
-        values.insert(0, Value::Integer(fetch));
+        // `IS`: a NULL principal matches the sessions created without one.
+        let mut filter = "WHERE principal IS ?2".to_owned();
+        let mut values = vec![Value::Integer(fetch), principal.map_or(Value::Null, |p| Value::Text(p.to_owned()))];
+        if let Some(c) = cwd {
+            values.push(Value::Text(c.to_owned()));
+            filter.push_str(&format!(" AND cwd = ?{}", values.len()));
+        }
+        if let Some(b) = before {
+            values.push(Value::Integer(b));
+            filter.push_str(&format!(" AND ordinal < ?{}", values.len()));
+        }
         let sql = format!("SELECT {RECORD_COLUMNS} FROM sessions {filter} ORDER BY ordinal DESC LIMIT ?1");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(db_error)?;
         let raw = stmt
@@ -766,7 +774,7 @@ impl Store for SqliteStore {
         let sql = format!("SELECT {RECORD_COLUMNS}, turn FROM sessions WHERE closed = 0 ORDER BY ordinal");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(db_error)?;
         let rows = stmt
-            .query_map([], |r| Ok((RawRecord::read(r)?, r.get::<_, String>(8)?)))
+            .query_map([], |r| Ok((RawRecord::read(r)?, r.get::<_, String>(9)?)))
             .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
             .map_err(db_error)?;
         drop(stmt);

@@ -14,7 +14,7 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::db_error;
 
 /// The schema this build writes and reads (and the newest it opens; older ones are migrated).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// `PRAGMA application_id` of an acp-inject store ("ACPI").
 pub const APPLICATION_ID: i32 = 0x4143_5049;
@@ -104,8 +104,15 @@ CREATE TABLE idempotency_keys (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 3 to 4: tenants (R-TENANT-1). The principal that created a session (NULL: none);
+/// a connection lists its own principal's sessions only.
+const V3_TO_V4: &str = "
+ALTER TABLE sessions ADD COLUMN principal TEXT;
+CREATE INDEX sessions_by_principal ON sessions (principal, ordinal);
+";
+
 /// `MIGRATIONS[i]` takes a store from version `i + 1` to `i + 2`.
-const MIGRATIONS: [&str; 2] = [V1_TO_V2, V2_TO_V3];
+const MIGRATIONS: [&str; 3] = [V1_TO_V2, V2_TO_V3, V3_TO_V4];
 
 /// The first bytes of every SQLite 3 database file.
 const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";

@@ -302,7 +302,7 @@ impl Shared {
 type Lease = (Option<String>, i64, Option<i64>);
 
 /// The columns [`SqliteStore::take_row`] reads after `RETURNING`.
-const TAKEN: &str = "epoch, turn, session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed";
+const TAKEN: &str = "epoch, turn, session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed, principal";
 
 impl SqliteStore {
     fn shared_ref(&self) -> &Shared {
@@ -418,17 +418,17 @@ impl SqliteStore {
     }
 
     /// Inserts a session created here, leased to this process.
-    pub(crate) fn insert_held(&mut self, values: [rusqlite::types::Value; 8], turn: String) -> Result<(), StoreError> {
+    pub(crate) fn insert_held(&mut self, values: [rusqlite::types::Value; 9], turn: String) -> Result<(), StoreError> {
         let (host, until) = {
             let shared = self.shared_ref();
             (shared.host.clone(), shared.until())
         };
-        let [id, ordinal, cwd, dirs, mcp, title, updated_at, closed] = values;
+        let [id, ordinal, cwd, dirs, mcp, title, updated_at, closed, principal] = values;
         self.exec(
             "INSERT INTO sessions (session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, \
-             closed, turn, holder, epoch, expires_at) \
-             VALUES (?1, MAX(?2, COALESCE((SELECT MAX(ordinal) FROM sessions), 0) + 1), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11)",
-            params![id, ordinal, cwd, dirs, mcp, title, updated_at, closed, turn, host, until],
+             closed, turn, holder, epoch, expires_at, principal) \
+             VALUES (?1, MAX(?2, COALESCE((SELECT MAX(ordinal) FROM sessions), 0) + 1), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11, ?12)",
+            params![id, ordinal, cwd, dirs, mcp, title, updated_at, closed, turn, host, until, principal],
         )?;
         if let rusqlite::types::Value::Text(id) = id {
             self.shared_mut().held.insert(SessionId(id), 1);
@@ -571,6 +571,7 @@ impl SqliteStore {
                         title: r.get(7)?,
                         updated_at: r.get(8)?,
                         closed: r.get(9)?,
+                        principal: r.get(10)?,
                     };
                     Ok((r.get(0)?, r.get(1)?, raw))
                 })

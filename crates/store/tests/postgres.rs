@@ -339,3 +339,43 @@ fn idempotency_keys_hold_across_hosts() {
     let history = b.history(&SessionId(session.clone())).unwrap();
     assert_eq!(history.iter().filter(|e| matches!(e, acp_inject_core::agent::HistoryEntry::User { .. })).count(), 1);
 }
+
+/// R-TENANT-1 across hosts: a session keeps the principal that created it in the shared
+/// database; on another host, that principal lists and resumes it, and another principal
+/// lists nothing and gets `session_not_found`, as for a session never had.
+#[test]
+fn principals_hold_across_hosts() {
+    let Some(url) = database("principals") else { return };
+    let tenant = |a: &mut Agent, conn: &str, principal: &str| {
+        let c = acp_inject_core::agent::ConnId::from(conn);
+        a.attach_as(&c, acp_inject_core::agent::ConnectionRole::Controller, Some(principal.to_owned()));
+        initialize(a, conn);
+    };
+    let session;
+    {
+        let mut a = host(&url, "a", 10_000);
+        tenant(&mut a, "alice", "alice");
+        let new = call(&mut a, "alice", 1, "session/new", json!({ "cwd": "/work" }));
+        session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+        a.detach(&acp_inject_core::agent::ConnId::from("alice"));
+        a.drain().unwrap();
+    }
+    let mut b = host(&url, "b", 10_000);
+    tenant(&mut b, "bob", "bob");
+    tenant(&mut b, "alice", "alice");
+    let listed = |b: &mut Agent, conn: &str, id: u64| {
+        let out = call(b, conn, id, "session/list", json!({}));
+        answer(&out)["result"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sessionId"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(listed(&mut b, "bob", 1), Vec::<String>::new());
+    let out = call(&mut b, "bob", 2, "session/resume", json!({ "sessionId": session, "cwd": "/work" }));
+    assert_eq!(answer(&out)["error"]["code"], json!(-32002), "{out:?}");
+    assert_eq!(listed(&mut b, "alice", 1), std::slice::from_ref(&session));
+    let out = call(&mut b, "alice", 2, "session/resume", json!({ "sessionId": session, "cwd": "/work" }));
+    assert!(answer(&out)["result"].is_object(), "{out:?}");
+}

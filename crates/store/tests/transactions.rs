@@ -19,6 +19,7 @@ fn record(id: &str, ordinal: u64) -> SessionRecord {
         title: None,
         updated_at: None,
         closed: false,
+        principal: None,
     }
 }
 
@@ -85,7 +86,7 @@ fn a_batch_the_store_cannot_hold_poisons_and_releases_nothing() {
     drop(a);
 
     let store = SqliteStore::open(&path).unwrap();
-    let page = store.list(None, None, 10).unwrap();
+    let page = store.list(None, None, None, 10).unwrap();
     let ids: Vec<&str> = page.sessions.iter().map(|r| r.session_id.as_str()).collect();
     assert_eq!(ids, ["sess_2"], "the failed batch's new session was rolled back with it");
 }
@@ -125,6 +126,25 @@ fn a_batch_never_committed_is_gone_after_a_restart() {
     assert_eq!(s.session(&"lost".into()).unwrap(), None);
 }
 
+/// R-TENANT-1: a principal lists its own sessions; `None` lists those created without one.
+#[test]
+fn list_keeps_principals_apart() {
+    let mut s = SqliteStore::open_in_memory().unwrap();
+    for (n, principal) in [(1, Some("alice")), (2, Some("bob")), (3, None), (4, Some("alice"))] {
+        let mut r = record(&format!("s{n}"), n);
+        r.principal = principal.map(str::to_owned);
+        s.record(Change::SessionCreated(&r));
+    }
+    s.commit().unwrap();
+    let ids = |p: acp_inject_core::agent::SessionPage| p.sessions.into_iter().map(|r| r.session_id.0).collect::<Vec<_>>();
+    assert_eq!(ids(s.list(None, Some("alice"), None, 10).unwrap()), ["s4", "s1"]);
+    assert_eq!(ids(s.list(None, Some("bob"), None, 10).unwrap()), ["s2"]);
+    assert_eq!(ids(s.list(None, None, None, 10).unwrap()), ["s3"]);
+    assert_eq!(ids(s.list(Some("/work"), Some("alice"), Some(4), 10).unwrap()), ["s1"]);
+    assert_eq!(ids(s.list(None, Some("carol"), None, 10).unwrap()), Vec::<String>::new());
+    assert_eq!(s.session(&"s2".into()).unwrap().unwrap().principal.as_deref(), Some("bob"), "kept with the record");
+}
+
 #[test]
 fn list_pages_newest_first_with_cwd_and_cursor() {
     let mut s = SqliteStore::open_in_memory().unwrap();
@@ -137,15 +157,15 @@ fn list_pages_newest_first_with_cwd_and_cursor() {
     }
     s.commit().unwrap();
     let ids = |p: acp_inject_core::agent::SessionPage| (p.sessions.into_iter().map(|r| r.session_id).collect::<Vec<_>>(), p.more);
-    assert_eq!(ids(s.list(None, None, 2).unwrap()), (vec!["s5".into(), "s4".into()], true));
-    assert_eq!(ids(s.list(None, Some(4), 2).unwrap()), (vec!["s3".into(), "s2".into()], true));
-    assert_eq!(ids(s.list(None, Some(2), 2).unwrap()), (vec!["s1".into()], false));
-    assert_eq!(ids(s.list(Some("/even"), None, 5).unwrap()), (vec!["s4".into(), "s2".into()], false));
-    assert_eq!(ids(s.list(Some("/even"), Some(4), 1).unwrap()), (vec!["s2".into()], false));
-    assert_eq!(ids(s.list(Some("/none"), None, 5).unwrap()), (vec![], false));
-    assert_eq!(ids(s.list(None, Some(u64::MAX), 0).unwrap()), (vec![], true));
+    assert_eq!(ids(s.list(None, None, None, 2).unwrap()), (vec!["s5".into(), "s4".into()], true));
+    assert_eq!(ids(s.list(None, None, Some(4), 2).unwrap()), (vec!["s3".into(), "s2".into()], true));
+    assert_eq!(ids(s.list(None, None, Some(2), 2).unwrap()), (vec!["s1".into()], false));
+    assert_eq!(ids(s.list(Some("/even"), None, None, 5).unwrap()), (vec!["s4".into(), "s2".into()], false));
+    assert_eq!(ids(s.list(Some("/even"), None, Some(4), 1).unwrap()), (vec!["s2".into()], false));
+    assert_eq!(ids(s.list(Some("/none"), None, None, 5).unwrap()), (vec![], false));
+    assert_eq!(ids(s.list(None, None, Some(u64::MAX), 0).unwrap()), (vec![], true));
     s.record(Change::SessionForgotten(&"s5".into()));
     s.commit().unwrap();
-    assert_eq!(ids(s.list(None, None, 1).unwrap()), (vec!["s4".into()], true));
+    assert_eq!(ids(s.list(None, None, None, 1).unwrap()), (vec!["s4".into()], true));
     assert_eq!(s.history(&SessionId("s5".into())).unwrap(), vec![]);
 }

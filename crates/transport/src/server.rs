@@ -299,12 +299,12 @@ impl Server {
     }
 
     /// Attaches a client connection: the core's lines for it go to the returned queue.
-    fn connect(self: &Arc<Self>, conn: &ConnId, max_queued_bytes: usize) -> Lines {
+    fn connect(self: &Arc<Self>, conn: &ConnId, max_queued_bytes: usize, principal: Option<String>) -> Lines {
         self.start();
         let (tx, rx) = mpsc::unbounded_channel();
         let state = Arc::new(OutboxState { queued: AtomicUsize::new(0), limit: max_queued_bytes, overflowed: AtomicBool::new(false) });
         lock(&self.outboxes).insert(conn.clone(), Outbox { tx, state: Arc::clone(&state) });
-        lock(&self.agent).attach(conn, ConnectionRole::Controller);
+        lock(&self.agent).attach_as(conn, ConnectionRole::Controller, principal);
         Lines { rx, state }
     }
 
@@ -779,6 +779,12 @@ impl AgentServer {
         lock(&self.inner.agent).is_live(session)
     }
 
+    /// Whether the agent holds this session live for `principal` (R-TENANT-1): it is live
+    /// and that principal created it.
+    pub fn is_live_for(&self, session: &SessionId, principal: Option<&str>) -> bool {
+        lock(&self.inner.agent).principal_of(session).is_some_and(|p| p == principal)
+    }
+
     /// Serves over stdin/stdout until the client closes stdin.
     pub async fn run_stdio(self) -> Result<(), ServerError> {
         self.run(tokio::io::stdin(), tokio::io::stdout()).await
@@ -791,7 +797,14 @@ impl AgentServer {
     /// (the client resumes its sessions on a new one). The first connection also ends the
     /// turns a previous process left running.
     pub fn connect(&self, id: ConnId, max_queued_bytes: usize) -> (ClientLink, Lines) {
-        let lines = self.inner.connect(&id, max_queued_bytes);
+        self.connect_as(id, max_queued_bytes, None)
+    }
+
+    /// [`AgentServer::connect`] for a client speaking for `principal`, as the host's
+    /// authentication named it: it sees the sessions that principal created and no other
+    /// (R-TENANT-1).
+    pub fn connect_as(&self, id: ConnId, max_queued_bytes: usize, principal: Option<String>) -> (ClientLink, Lines) {
+        let lines = self.inner.connect(&id, max_queued_bytes, principal);
         (ClientLink { server: Arc::clone(&self.inner), conn: id, gone: Arc::new(AtomicBool::new(false)) }, lines)
     }
 

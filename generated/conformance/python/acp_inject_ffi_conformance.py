@@ -776,24 +776,76 @@ class _UniffiFfiConverterString:
             builder.write(value.encode("utf-8"))
             return builder.finalize()
 
+class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterBoolean:
+    @classmethod
+    def check_lower(cls, value):
+        return not not value
+
+    @classmethod
+    def lower(cls, value):
+        return 1 if value else 0
+
+    @staticmethod
+    def lift(value):
+        return value != 0
+
+    @classmethod
+    def read(cls, buf):
+        return cls.lift(buf.read_u8())
+
+    @classmethod
+    def write(cls, value, buf):
+        buf.write_u8(value)
+
 @dataclass
 class SetupConnection:
     """
     A connection of an agent-side vector's setup.
 """
-    def __init__(self, *, id:str, role:bytes):
+    def __init__(self, *, id:str, role:bytes, principal:typing.Optional[str], joined:bool):
         self.id = id
         self.role = role
+        self.principal = principal
+        self.joined = joined
         
         
 
     
     def __str__(self):
-        return "SetupConnection(id={}, role={})".format(self.id, self.role)
+        return "SetupConnection(id={}, role={}, principal={}, joined={})".format(self.id, self.role, self.principal, self.joined)
     def __eq__(self, other):
         if self.id != other.id:
             return False
         if self.role != other.role:
+            return False
+        if self.principal != other.principal:
+            return False
+        if self.joined != other.joined:
             return False
         return True
 
@@ -803,17 +855,23 @@ class _UniffiFfiConverterTypeSetupConnection(_UniffiConverterRustBuffer):
         return SetupConnection(
             id=_UniffiFfiConverterString.read(buf),
             role=_UniffiFfiConverterBytes.read(buf),
+            principal=_UniffiFfiConverterOptionalString.read(buf),
+            joined=_UniffiFfiConverterBoolean.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.id)
         _UniffiFfiConverterBytes.check_lower(value.role)
+        _UniffiFfiConverterOptionalString.check_lower(value.principal)
+        _UniffiFfiConverterBoolean.check_lower(value.joined)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterString.write(value.id, buf)
         _UniffiFfiConverterBytes.write(value.role, buf)
+        _UniffiFfiConverterOptionalString.write(value.principal, buf)
+        _UniffiFfiConverterBoolean.write(value.joined, buf)
 
 class _UniffiFfiConverterSequenceTypeSetupConnection(_UniffiConverterRustBuffer):
     @classmethod
@@ -958,27 +1016,6 @@ class _UniffiFfiConverterTypeClientSetup(_UniffiConverterRustBuffer):
         _UniffiFfiConverterUInt16.write(value.protocol_version, buf)
         _UniffiFfiConverterBytes.write(value.steer_fallback, buf)
         _UniffiFfiConverterBytes.write(value.agent, buf)
-
-class _UniffiFfiConverterBoolean:
-    @classmethod
-    def check_lower(cls, value):
-        return not not value
-
-    @classmethod
-    def lower(cls, value):
-        return 1 if value else 0
-
-    @staticmethod
-    def lift(value):
-        return value != 0
-
-    @classmethod
-    def read(cls, buf):
-        return cls.lift(buf.read_u8())
-
-    @classmethod
-    def write(cls, value, buf):
-        buf.write_u8(value)
 
 
 

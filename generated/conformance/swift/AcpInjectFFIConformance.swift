@@ -1108,15 +1108,31 @@ public struct SetupConnection: Equatable, Hashable {
      * A `ConnectionRole`, encoded.
      */
     public var role: Data
+    /**
+     * The principal it speaks for (R-TENANT-1).
+     */
+    public var principal: String?
+    /**
+     * Attached to the setup's session before the first step.
+     */
+    public var joined: Bool
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(id: String, 
         /**
          * A `ConnectionRole`, encoded.
-         */role: Data) {
+         */role: Data, 
+        /**
+         * The principal it speaks for (R-TENANT-1).
+         */principal: String?, 
+        /**
+         * Attached to the setup's session before the first step.
+         */joined: Bool) {
         self.id = id
         self.role = role
+        self.principal = principal
+        self.joined = joined
     }
 
     
@@ -1136,13 +1152,17 @@ public struct FfiConverterTypeSetupConnection: FfiConverterRustBuffer {
         return
             try SetupConnection(
                 id: FfiConverterString.read(from: &buf), 
-                role: FfiConverterData.read(from: &buf)
+                role: FfiConverterData.read(from: &buf), 
+                principal: FfiConverterOptionString.read(from: &buf), 
+                joined: FfiConverterBool.read(from: &buf)
         )
     }
 
     public static func write(_ value: SetupConnection, into buf: inout [UInt8]) {
         FfiConverterString.write(value.id, into: &buf)
         FfiConverterData.write(value.role, into: &buf)
+        FfiConverterOptionString.write(value.principal, into: &buf)
+        FfiConverterBool.write(value.joined, into: &buf)
     }
 }
 
@@ -1531,6 +1551,30 @@ public func FfiConverterTypeSide_lower(_ value: Side) -> RustBuffer {
     return FfiConverterTypeSide.lower(value)
 }
 
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
+    typealias SwiftType = String?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterString.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
 
 #if swift(>=5.8)
 @_documentation(visibility: private)

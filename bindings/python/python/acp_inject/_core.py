@@ -371,9 +371,14 @@ class AgentCore:
         core._inner = call("AgentCore.restore", _ffi.AgentCore.restore, arg(config), snapshot)
         return core
 
-    def attach(self, connection: str, role: ConnectionRole = ConnectionRole.CONTROLLER) -> None:
-        """Registers a connection with a role."""
-        call("AgentCore.attach", self._inner.attach, connection, arg(role))
+    def attach(self, connection: str, role: ConnectionRole = ConnectionRole.CONTROLLER, principal: Optional[str] = None) -> None:
+        """Registers a connection with a role, speaking for ``principal`` when given: it sees
+        the sessions that principal created and no other (another principal's session is
+        answered as one the agent does not know)."""
+        if principal is None:
+            call("AgentCore.attach", self._inner.attach, connection, arg(role))
+        else:
+            call("AgentCore.attach", self._inner.attach_as, connection, arg(role), principal)
 
     def detach(self, connection: str) -> None:
         """A connection went away: it is detached from every session, and the agent's requests

@@ -19,7 +19,7 @@ stdout carries the protocol: log to stderr.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, List, Optional, Sequence, Tuple, TypeVar, cast
+from typing import Any, Awaitable, Callable, List, Mapping, Optional, Sequence, Tuple, TypeVar, cast
 
 from ._core import default_agent_config
 from ._errors import acall, arg, call, checked, to_ffi
@@ -331,6 +331,7 @@ async def listen(
     store: Optional[str] = None,
     *,
     token: Optional[str] = None,
+    tokens: Optional[Mapping[str, str]] = None,
     allowed_origins: Sequence[str] = (),
 ) -> Listening:
     """Serves ``agent`` over the network on ``addr`` (``"HOST:PORT"``; port 0 picks a free
@@ -339,14 +340,17 @@ async def listen(
     same path); serving goes on until :meth:`Listening.close`. Every client is one connection
     of the same agent: a session outlives the connection that opened it, and a client that
     reconnects resumes it. Anything but a loopback address needs ``token`` (clients send
-    ``Authorization: Bearer <token>``), or ``AcpError.Config`` is raised;
+    ``Authorization: Bearer <token>``) or ``tokens``, or ``AcpError.Config`` is raised;
+    ``tokens`` maps each principal (a user, a tenant) to a token of its own: a client sees the
+    sessions its principal created and no other, and another principal's session is answered
+    as unknown (``token``, beside them, sees the sessions created without a principal);
     ``allowed_origins`` lists the browser origins that may call."""
     # The library calls the agent's async methods from its own threads: they run on this loop
     # while it listens (until `close`).
     _ffi.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
     try:
         server = _server(agent, config, store)
-        url = await acall("listen", server.listen, addr, token, list(allowed_origins))
+        url = await acall("listen", server.listen, addr, token, dict(tokens or {}), list(allowed_origins))
     except BaseException:
         _ffi.uniffi_set_event_loop(None)
         raise

@@ -404,7 +404,7 @@ class Client:
         return decode(SessionPage, await acall("Connection.list_sessions", self._inner.list_sessions, cwd, cursor))  # type: ignore[no-any-return]
 
     def sessions(self, cwd: Optional[str] = None) -> "SessionList":
-        """Every session the agent knows, most recently active first, page after page: ``await
+        """Every session the agent knows, most recently created first, page after page: ``await
         client.sessions()`` gives the list, ``async for info in client.sessions()`` reads it
         as the pages come."""
         return SessionList(self, cwd)

@@ -766,7 +766,7 @@ class SessionPage(Variant, frozen=True):
     """One page of `session/list`.
 
     Attributes:
-        sessions: The sessions, most recently active first.
+        sessions: The sessions, most recently created first.
         next_cursor: Pass as `cursor` for the next page; absent at the end.
     """
 

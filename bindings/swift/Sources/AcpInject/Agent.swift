@@ -495,7 +495,7 @@ private func defaultConfig(for agent: any Agent) -> AgentConfig {
 }
 
 /// An agent server around an ``Agent``: what ``serveStdio(agent:config:store:)``,
-/// ``listen(agent:address:config:store:token:allowedOrigins:)`` and ``runAgent(_:config:store:listen:token:allowedOrigins:)``
+/// ``listen(agent:address:config:store:token:tokens:allowedOrigins:)`` and ``runAgent(_:config:store:listen:token:allowedOrigins:)``
 /// build, for a host that also starts turns or closes sessions itself.
 public final class AgentServer: Sendable {
     let server: AcpInjectFFI.AgentServer
@@ -526,10 +526,16 @@ public final class AgentServer: Sendable {
 
     /// Serves over the network on `address` (`HOST:PORT`; port 0 picks a free one): the
     /// upstream Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
-    /// (`http://HOST:PORT/acp`) once bound; serving goes on until ``shutdown()``.
-    public func listen(address: String, token: String? = nil, allowedOrigins: [String] = []) async throws -> String {
+    /// (`http://HOST:PORT/acp`) once bound; serving goes on until ``shutdown()``. `tokens` maps
+    /// each principal to a token of its own: a client sees the sessions its principal created
+    /// and no other (`token`, beside them, sees the sessions created without a principal).
+    public func listen(
+        address: String, token: String? = nil, tokens: [String: String] = [:], allowedOrigins: [String] = []
+    ) async throws -> String {
         let server = server
-        return try await callAsync { try await server.listen(addr: address, bearerToken: token, allowedOrigins: allowedOrigins) }
+        return try await callAsync {
+            try await server.listen(addr: address, bearerToken: token, principalTokens: tokens, allowedOrigins: allowedOrigins)
+        }
     }
 
     /// Waits until serving stops because the store failed, then throws `AcpError.store` saying
@@ -573,7 +579,7 @@ public func serveStdio(agent: some Agent, config: AgentConfig? = nil, store: Str
     try await AgentServer(agent: agent, config: config, store: store).runStdio()
 }
 
-/// An agent serving over the network (see ``listen(agent:address:config:store:token:allowedOrigins:)``):
+/// An agent serving over the network (see ``listen(agent:address:config:store:token:tokens:allowedOrigins:)``):
 /// its endpoint's ``url``; ``stop()`` ends it.
 ///
 /// ```swift
@@ -634,23 +640,26 @@ public final class Listening: Sendable, CustomStringConvertible {
 ///   - store: sessions outlive the process in this store (see
 ///     ``AgentServer/init(agent:config:store:)``); `nil` keeps them in memory.
 ///   - token: clients must send `Authorization: Bearer <token>`; required on anything but a
-///     loopback address.
+///     loopback address (or `tokens`).
+///   - tokens: a token of its own for each principal (a user, a tenant), by name: a client sees
+///     the sessions its principal created and no other, and another principal's session is
+///     answered as unknown (`token`, beside them, sees the sessions created without one).
 ///   - allowedOrigins: the browser origins that may call.
 /// - Returns: the running listener, with its URL.
 /// - Throws: `AcpError.config` for a non-loopback address without a token; `AcpError` when
 ///   the address cannot be bound or the server cannot be built.
 public func listen(
     agent: some Agent, address: String, config: AgentConfig? = nil, store: String? = nil,
-    token: String? = nil, allowedOrigins: [String] = []
+    token: String? = nil, tokens: [String: String] = [:], allowedOrigins: [String] = []
 ) async throws -> Listening {
     let server = try AgentServer(agent: agent, config: config, store: store)
-    let url = try await server.listen(address: address, token: token, allowedOrigins: allowedOrigins)
+    let url = try await server.listen(address: address, token: token, tokens: tokens, allowedOrigins: allowedOrigins)
     return Listening(server: server, url: url)
 }
 
 /// Runs `agent` as a program does: over stdio until the client goes away (see
 /// ``serveStdio(agent:config:store:)``), or, with `listen`, over the network until the process
-/// is stopped (see ``listen(agent:address:config:store:token:allowedOrigins:)``; the endpoint's
+/// is stopped (see ``listen(agent:address:config:store:token:tokens:allowedOrigins:)``; the endpoint's
 /// URL is printed on stdout first).
 ///
 /// - Parameters:

@@ -251,9 +251,11 @@ public final class AgentCore: Sendable {
         AgentCore(try call { try AcpInjectFFI.AgentCore.restore(config: arg(config), snapshot: snapshot) })
     }
 
-    /// Registers a connection with a role.
-    public func attach(connection: String, role: ConnectionRole) throws {
-        try call { try core.attach(connection: connection, role: arg(role)) }
+    /// Registers a connection with a role, speaking for `principal` when given: it sees the
+    /// sessions that principal created and no other (another principal's session is answered
+    /// as one the agent does not know).
+    public func attach(connection: String, role: ConnectionRole, principal: String? = nil) throws {
+        try call { try core.attachAs(connection: connection, role: arg(role), principal: principal) }
     }
 
     /// A connection went away: it is detached from every session (drain what it caused with

@@ -110,8 +110,8 @@ public enum Conformance {
         let core = try AgentCore(config: Boundary.decode(AgentConfig.self, from: setup.config))
         _ = try core.createSession(sessionId: setup.session, cwd: setup.cwd)
         for c in setup.connections {
-            try core.attach(connection: c.id, role: Boundary.decode(ConnectionRole.self, from: c.role))
-            _ = try core.attachToSession(connection: c.id, sessionId: setup.session)
+            try core.attach(connection: c.id, role: Boundary.decode(ConnectionRole.self, from: c.role), principal: c.principal)
+            if c.joined { _ = try core.attachToSession(connection: c.id, sessionId: setup.session) }
         }
         var outputs: [Output] = []
         while let step = try engine({ try run.next() }) {

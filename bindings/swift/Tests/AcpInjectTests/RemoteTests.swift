@@ -193,4 +193,42 @@ final class RemoteTests: XCTestCase {
             try await client.close()
         }
     }
+
+    /// A token per principal: each client sees its own principal's sessions only; another
+    /// principal's session is answered as one the agent never had (R-TENANT-1).
+    func testPrincipalsSeeTheirOwnSessionsOnly() async throws {
+        let alice = "alice-0123456789abcdef", bob = "bob-0123456789abcdef00"
+        let listening = try await listen(agent: Quiet(), address: "127.0.0.1:0", tokens: ["alice": alice, "bob": bob])
+        let ws = listening.url.replacingOccurrences(of: "http://", with: "ws://")
+        let a = try await connect(url: ws, token: alice)
+        let theirs = try await a.newSession(cwd: "/tmp")
+        var bobs: [String] = []
+        for url in [ws, listening.url] {
+            let b = try await connect(url: url, token: bob)
+            bobs.insert(try await b.newSession(cwd: "/tmp").id, at: 0)
+            let listed = try await b.listSessions().sessions.map(\.sessionId)
+            XCTAssertEqual(listed, bobs)
+            var never = "", foreign = ""
+            do { _ = try await b.resume("sess_never", cwd: "/tmp") } catch { never = "\(error)".replacingOccurrences(of: "sess_never", with: "ID") }
+            do { _ = try await b.resume(theirs.id, cwd: "/tmp") } catch { foreign = "\(error)".replacingOccurrences(of: theirs.id, with: "ID") }
+            XCTAssertFalse(never.isEmpty)
+            XCTAssertEqual(foreign, never, url)
+            try await b.close()
+        }
+        let alices = try await a.listSessions().sessions.map(\.sessionId)
+        XCTAssertEqual(alices, [theirs.id])
+        try await a.close()
+        await listening.stop()
+        for tokens in [["a": alice, "b": alice], ["a": "short"]] {
+            await assertAcpErrorAsync({ _ = try await listen(agent: Quiet(), address: "127.0.0.1:0", tokens: tokens) }) {
+                if case .config = $0 { return true }
+                return false
+            }
+        }
+    }
+}
+
+/// An agent whose turns end at once, saying nothing.
+private struct Quiet: Agent {
+    func run(turn: AgentTurn, messages: [UserInput]) async throws -> TurnEnd? { nil }
 }

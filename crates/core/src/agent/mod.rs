@@ -340,12 +340,18 @@ impl Agent {
     /// Registers a connection with a role. Connections that send a line without being
     /// registered are controllers.
     pub fn attach(&mut self, conn: &ConnId, role: ConnectionRole) {
-        self.connections.entry(conn.to_owned()).and_modify(|c| c.role = role).or_insert(Connection {
-            role,
-            pending_updates: false,
-            initialized: false,
-            authenticated: false,
-        });
+        self.connections.entry(conn.to_owned()).and_modify(|c| c.role = role).or_insert_with(|| Connection::new(role));
+    }
+
+    /// Registers a connection with a role, speaking for `principal` (who the host's
+    /// authentication says it is): it sees the sessions that principal created and no other,
+    /// and the sessions it creates are that principal's (R-TENANT-1). Set before its first
+    /// line; a principal given again replaces the one before.
+    pub fn attach_as(&mut self, conn: &ConnId, role: ConnectionRole, principal: Option<String>) {
+        self.attach(conn, role);
+        if let Some(c) = self.connections.get_mut(conn) {
+            c.principal = principal;
+        }
     }
 
     /// A connection went away: it is detached from every session, a partial line it sent is
@@ -421,12 +427,7 @@ impl Agent {
 
     /// [`Agent::attach_to_session`]: `false` when the session is not live.
     fn join(&mut self, conn: &ConnId, session: &SessionId) -> bool {
-        self.connections.entry(conn.to_owned()).or_insert(Connection {
-            role: ConnectionRole::Controller,
-            pending_updates: false,
-            initialized: false,
-            authenticated: false,
-        });
+        self.connections.entry(conn.to_owned()).or_insert_with(|| Connection::new(ConnectionRole::Controller));
         match self.sessions.get_mut(session) {
             Some(s) => {
                 s.attached.insert(conn.to_owned());
@@ -449,15 +450,16 @@ impl Agent {
     /// Refused with [`SessionExists`] (nothing changed) when the id is live or the store
     /// already knows it.
     pub fn create_session(&mut self, id: &SessionId, cwd: &str) -> Result<(), SessionExists> {
-        if self.create(id, cwd) {
+        if self.create(id, cwd, None) {
             Ok(())
         } else {
             Err(SessionExists(id.clone()))
         }
     }
 
-    /// [`Agent::create_session`]: `false` when the id is taken.
-    fn create(&mut self, id: &SessionId, cwd: &str) -> bool {
+    /// [`Agent::create_session`]: `false` when the id is taken. The session is `principal`'s
+    /// (R-TENANT-1).
+    fn create(&mut self, id: &SessionId, cwd: &str, principal: Option<String>) -> bool {
         if self.sessions.contains_key(id) || matches!(self.store.session(id), Ok(Some(_))) {
             return false;
         }
@@ -473,6 +475,7 @@ impl Agent {
             title: None,
             updated_at: None,
             closed: false,
+            principal,
         };
         self.store.record(Change::SessionCreated(&record));
         self.sessions.insert(
@@ -759,12 +762,7 @@ impl Agent {
 
     /// Applies one classified message from a client connection.
     pub fn handle_message(&mut self, conn: &ConnId, msg: Incoming<'_>) {
-        self.connections.entry(conn.to_owned()).or_insert(Connection {
-            role: ConnectionRole::Controller,
-            pending_updates: false,
-            initialized: false,
-            authenticated: false,
-        });
+        self.connections.entry(conn.to_owned()).or_insert_with(|| Connection::new(ConnectionRole::Controller));
         // A v1 connection's request, as the core handles it (`v1.rs`).
         let rewritten;
         let msg = match (self.v1.get_mut(conn), msg) {
@@ -850,6 +848,36 @@ impl Agent {
         match self.role(conn) {
             ConnectionRole::Observer => Err(ErrorObject::reason(ErrorReason::NotPermitted, message_id)),
             ConnectionRole::Controller => Ok(()),
+        }
+    }
+
+    /// The principal that created a live session (R-TENANT-1): `None` when it is not live,
+    /// `Some(None)` when it was created without one.
+    pub fn principal_of(&self, session: &SessionId) -> Option<Option<&str>> {
+        self.sessions.get(session).map(|s| s.record.principal.as_deref())
+    }
+
+    /// The principal `conn` speaks for (R-TENANT-1).
+    fn principal(&self, conn: &ConnId) -> Option<&str> {
+        self.connections.get(conn).and_then(|c| c.principal.as_deref())
+    }
+
+    /// R-TENANT-1: `session_not_found` when `session` belongs to a principal other than the
+    /// one `conn` speaks for, exactly as for a session the agent does not know; `Ok` for its
+    /// own, and for one nobody has (the method answers as for it).
+    fn owned(&self, conn: &ConnId, session: &SessionId, message_id: Option<&MessageId>) -> Result<(), ErrorObject> {
+        let owner = match self.sessions.get(session) {
+            Some(s) => s.record.principal.clone(),
+            None => match self.store.session(session) {
+                Ok(Some(record)) => record.principal,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(ErrorObject::with_detail(acp_inject_wire::errors::INTERNAL_ERROR, &e.to_string())),
+            },
+        };
+        if owner.as_deref() == self.principal(conn) {
+            Ok(())
+        } else {
+            Err(ErrorObject::session_not_found(session, message_id))
         }
     }
 

@@ -29,6 +29,10 @@ pub struct SessionRecord {
     /// Closed: listable and resumable, not live.
     #[serde(default)]
     pub closed: bool,
+    /// The principal that created it (R-TENANT-1): only connections speaking for it see the
+    /// session. `None`: created without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 /// One entry of a session's replayable history (R-REPLAY-1), in the order it happened.

@@ -110,7 +110,7 @@ impl Agent {
         match method {
             m::INITIALIZE => self.initialize(conn, params),
             m::SESSION_NEW => self.new_session(conn, params),
-            m::SESSION_LIST => self.list_sessions(params),
+            m::SESSION_LIST => self.list_sessions(conn, params),
             m::SESSION_RESUME => self.resume(conn, params),
             m::SESSION_PROMPT => self.prompt(conn, params),
             m::SESSION_INJECT => self.inject(conn, params),
@@ -128,7 +128,7 @@ impl Agent {
                 }
             }
             m::SESSION_CLOSE => self.close_request(conn, params),
-            m::SESSION_STATUS => self.status(params),
+            m::SESSION_STATUS => self.status(conn, params),
             // Extension methods (`_…`) and anything this agent does not serve.
             _ => Reply::err(ErrorObject::method_not_found()),
         }
@@ -138,7 +138,7 @@ impl Agent {
         match method {
             m::SESSION_CANCEL => {
                 let Ok(p) = decode::<CancelSessionNotification>(params) else { return };
-                if self.role(conn) == ConnectionRole::Observer {
+                if self.role(conn) == ConnectionRole::Observer || self.owned(conn, &p.session_id, None).is_err() {
                     return;
                 }
                 self.join(conn, &p.session_id);
@@ -274,6 +274,7 @@ impl Agent {
         let p: SteeringRequest = tri!(decode(params));
         let prompt_required = tri!(idle_behavior(p.meta.as_ref()));
         let session = p.session_id;
+        tri!(self.owned(conn, &session, None));
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         tri!(self.not_observer(conn, None));
         if !in_progress && prompt_required {
@@ -316,7 +317,8 @@ impl Agent {
             }
             self.counters.next_session += 1;
         };
-        self.create(&id, &p.cwd);
+        let principal = self.principal(conn).map(str::to_owned);
+        self.create(&id, &p.cwd, principal);
         let mcp_servers = p.mcp_servers.unwrap_or_default();
         let setup = SessionSetup { cwd: p.cwd, additional_directories: dirs.clone(), mcp_servers: mcp_servers.clone() };
         if let Some(s) = self.sessions.get_mut(&id) {
@@ -328,7 +330,7 @@ impl Agent {
         Reply::ok(&NewSessionResponse::new(id.clone())).then(vec![Output::action(&id, RuntimeAction::SessionOpened(setup))])
     }
 
-    fn list_sessions(&mut self, params: Option<&RawValue>) -> Reply {
+    fn list_sessions(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: ListSessionsRequest = tri!(decode(params));
         if let Some(cwd) = &p.cwd {
             tri!(absolute("cwd", cwd));
@@ -337,7 +339,10 @@ impl Agent {
             Some(c) => Some(tri!(parse_cursor(c))),
             None => None,
         };
-        let page = tri!(self.store.list(p.cwd.as_deref(), before, self.config.policy.page_size()).map_err(internal));
+        // R-TENANT-1: the principal's own sessions only.
+        let principal = self.principal(conn).map(str::to_owned);
+        let page =
+            tri!(self.store.list(p.cwd.as_deref(), principal.as_deref(), before, self.config.policy.page_size()).map_err(internal));
         let next_cursor = page.more.then(|| page.sessions.last().map(|r| format!("before-{}", r.ordinal))).flatten();
         let sessions: Vec<_> = page
             .sessions
@@ -377,6 +382,7 @@ impl Agent {
                 return Reply::err(ErrorObject::invalid_params(&format!("at `replayFrom.type`: unknown replay cursor {kind:?}")));
             }
         };
+        tri!(self.owned(conn, &session, None));
         let interrupted = tri!(self.take_over(&session));
         let record = match self.sessions.get(&session) {
             Some(s) => s.record.clone(),
@@ -448,6 +454,7 @@ impl Agent {
         let session = p.session_id;
         // R-IDEM-3: a key that is present is valid (1 to 255 characters), or decoding failed.
         let key = p.idempotency_key.as_deref().map(String::as_str);
+        tri!(self.owned(conn, &session, None));
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         tri!(self.not_observer(conn, None));
         self.join(conn, &session);
@@ -471,6 +478,7 @@ impl Agent {
         // R-IDEM-3: a key that is present is valid (1 to 255 characters), or decoding failed.
         let key = p.idempotency_key.as_deref().map(String::as_str);
         let session = p.session_id;
+        tri!(self.owned(conn, &session, None));
         let in_progress = tri!(self.live_session(&session, None)).turn.in_progress();
         let Some(caps) = &self.config.inject else { return Reply::err(ErrorObject::method_not_found()) };
         if !caps.modes.contains(&p.mode) {
@@ -605,6 +613,7 @@ impl Agent {
     fn revoke(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: RevokeInjectRequest = tri!(decode(params));
         let (session, mid) = (p.session_id, p.message_id);
+        tri!(self.owned(conn, &session, Some(&mid)));
         tri!(self.live_session(&session, Some(&mid)));
         if self.config.inject.is_none() {
             return Reply::err(ErrorObject::method_not_found());
@@ -629,6 +638,7 @@ impl Agent {
     fn replace(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: ReplaceInjectRequest = tri!(decode(params));
         let (session, mid) = (p.session_id, p.message_id);
+        tri!(self.owned(conn, &session, Some(&mid)));
         tri!(self.live_session(&session, Some(&mid)));
         let Some(caps) = &self.config.inject else { return Reply::err(ErrorObject::method_not_found()) };
         if !caps.pending.as_ref().is_some_and(|p| p.replace) {
@@ -650,6 +660,10 @@ impl Agent {
         let p: CloseSessionRequest = tri!(decode(params));
         let session = p.session_id;
         tri!(self.not_observer(conn, None));
+        // R-TENANT-1: another principal's session is closed as one this agent does not know.
+        if self.owned(conn, &session, None).is_err() {
+            return Reply::ok(&CloseSessionResponse::new());
+        }
         // A shared store: a session live on no host here is taken first, so it closes for good.
         tri!(self.take_over(&session));
         // R-CLOSE-2: closing a session that is not live (closed, unknown) succeeds and changes
@@ -664,9 +678,10 @@ impl Agent {
     }
 
     /// R-STATUS-1: side-effect free.
-    fn status(&mut self, params: Option<&RawValue>) -> Reply {
+    fn status(&mut self, conn: &ConnId, params: Option<&RawValue>) -> Reply {
         let p: SessionStatusRequest = tri!(decode(params));
         let session = p.session_id;
+        tri!(self.owned(conn, &session, None));
         // R-STATUS-1: open with the turn's state, saved when only the store knows it, and
         // -32002 for a session the agent never had.
         if let Some(s) = self.sessions.get(&session) {

@@ -52,7 +52,7 @@ impl Default for Counters {
 }
 
 /// A connection's standing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Connection {
     /// Controller or observer (R-ORDER-2).
@@ -67,6 +67,18 @@ pub struct Connection {
     /// It logged in (`auth/login` with a method the host accepted, R-AUTH-2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub authenticated: bool,
+    /// Who it speaks for, as the host's authentication named them: it sees the sessions that
+    /// principal created and no other (R-TENANT-1). `None`: no principal (stdio, a listener
+    /// with one shared token), which sees the sessions created without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+}
+
+impl Connection {
+    /// A connection in `role`, not yet initialized, with no principal.
+    pub fn new(role: ConnectionRole) -> Connection {
+        Connection { role, pending_updates: false, initialized: false, authenticated: false, principal: None }
+    }
 }
 
 fn initialized_by_default() -> bool {

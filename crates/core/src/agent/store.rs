@@ -179,9 +179,10 @@ pub trait Store: Send {
         Ok(())
     }
 
-    /// Sessions with an ordinal below `before` (all when `None`), newest first, optionally
-    /// only those whose `cwd` equals `cwd`, at most `limit`.
-    fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError>;
+    /// The sessions of `principal` (those created without one when `None`, R-TENANT-1)
+    /// with an ordinal below `before` (all when `None`), newest first, optionally only those
+    /// whose `cwd` equals `cwd`, at most `limit`.
+    fn list(&self, cwd: Option<&str>, principal: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError>;
 
     /// The record of any session the store knows.
     fn session(&self, session_id: &SessionId) -> Result<Option<SessionRecord>, StoreError>;
@@ -283,9 +284,12 @@ impl Store for MemoryStore {
         }
     }
 
-    fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
-        let mut matching: Vec<&SessionRecord> =
-            self.records.values().filter(|r| cwd.is_none_or(|c| r.cwd == c) && before.is_none_or(|b| r.ordinal < b)).collect();
+    fn list(&self, cwd: Option<&str>, principal: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
+        let mut matching: Vec<&SessionRecord> = self
+            .records
+            .values()
+            .filter(|r| cwd.is_none_or(|c| r.cwd == c) && r.principal.as_deref() == principal && before.is_none_or(|b| r.ordinal < b))
+            .collect();
         matching.sort_by_key(|r| std::cmp::Reverse(r.ordinal));
         let more = matching.len() > limit;
         Ok(SessionPage { sessions: matching.into_iter().take(limit).cloned().collect(), more })

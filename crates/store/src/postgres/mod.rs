@@ -155,8 +155,7 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-/// A session row whose first columns are `session_id, ordinal, cwd, additional_directories,
-/// mcp_servers, title, updated_at, closed`.
+/// A session row whose first columns are `record_columns!()`.
 fn read_record(row: &Row) -> Result<SessionRecord, StoreError> {
     let get = |e: tokio_postgres::Error| StoreError::Corrupt(format!("a stored session row is unreadable: {e}"));
     Ok(SessionRecord {
@@ -168,7 +167,15 @@ fn read_record(row: &Row) -> Result<SessionRecord, StoreError> {
         title: row.try_get(5).map_err(get)?,
         updated_at: row.try_get(6).map_err(get)?,
         closed: row.try_get(7).map_err(get)?,
+        principal: row.try_get(8).map_err(get)?,
     })
+}
+
+/// The columns [`read_record`] reads, in order (a macro, so statements stay `&'static str`).
+macro_rules! record_columns {
+    () => {
+        "session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed, principal"
+    };
 }
 
 fn column<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, i: usize) -> Result<T, StoreError> {
@@ -276,9 +283,11 @@ impl PgStore {
             Change::SessionCreated(r) => {
                 let mut params = record_params(r)?;
                 params.extend([text(to_json("turn", &Turn::Idle)?), text(self.options.host.clone()), Box::new(self.lease_secs())]);
+                params.push(Box::new(r.principal.clone()));
                 self.op(
                     "INSERT INTO acp_sessions (session_id, cwd, additional_directories, mcp_servers, title, updated_at, closed, \
-                     turn, holder, epoch, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + make_interval(secs => $10))",
+                     turn, holder, epoch, expires_at, principal) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + make_interval(secs => $10), $11)",
                     params,
                     Expect::Any,
                 );
@@ -453,6 +462,7 @@ impl PgStore {
             title: column(row, 8)?,
             updated_at: column(row, 9)?,
             closed,
+            principal: column(row, 10)?,
         };
         let pending = self.read_queue(session_id)?;
         Ok(Acquired::Taken(Some(Box::new(LiveSession {
@@ -515,20 +525,24 @@ impl Store for PgStore {
         result
     }
 
-    fn list(&self, cwd: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
+    fn list(&self, cwd: Option<&str>, principal: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
         let before = before.and_then(|b| i64::try_from(b).ok()).unwrap_or(i64::MAX);
         let fetch = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        // `IS NOT DISTINCT FROM`: a NULL principal matches the sessions created without one.
         let sql = match cwd {
-            Some(_) => {
-                "SELECT session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed \
-                        FROM acp_sessions WHERE ordinal < $1 AND cwd = $3 ORDER BY ordinal DESC LIMIT $2"
-            }
-            None => {
-                "SELECT session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed \
-                     FROM acp_sessions WHERE ordinal < $1 ORDER BY ordinal DESC LIMIT $2"
-            }
+            Some(_) => concat!(
+                "SELECT ",
+                record_columns!(),
+                " FROM acp_sessions WHERE ordinal < $1 AND principal IS NOT DISTINCT FROM $3 AND cwd = $4 \
+                 ORDER BY ordinal DESC LIMIT $2"
+            ),
+            None => concat!(
+                "SELECT ",
+                record_columns!(),
+                " FROM acp_sessions WHERE ordinal < $1 AND principal IS NOT DISTINCT FROM $3 ORDER BY ordinal DESC LIMIT $2"
+            ),
         };
-        let mut params: Vec<Param> = vec![Box::new(before), Box::new(fetch)];
+        let mut params: Vec<Param> = vec![Box::new(before), Box::new(fetch), Box::new(principal.map(str::to_owned))];
         if let Some(c) = cwd {
             params.push(text(c));
         }
@@ -539,11 +553,9 @@ impl Store for PgStore {
     }
 
     fn session(&self, session_id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
-        let rows = self.conn.query(
-            "SELECT session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, closed \
-             FROM acp_sessions WHERE session_id = $1",
-            vec![sid(session_id)],
-        )?;
+        let rows = self
+            .conn
+            .query(concat!("SELECT ", record_columns!(), " FROM acp_sessions WHERE session_id = $1"), vec![sid(session_id)])?;
         rows.first().map(read_record).transpose()
     }
 
@@ -603,7 +615,7 @@ impl Store for PgStore {
         let taken = self.conn.query_or_busy(
             "UPDATE acp_sessions SET holder = $2, epoch = epoch + 1, expires_at = now() + make_interval(secs => $3) \
              WHERE session_id = $1 AND (holder IS NULL OR holder = $2 OR expires_at <= now()) \
-             RETURNING epoch, closed, turn, session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at",
+             RETURNING epoch, closed, turn, session_id, ordinal, cwd, additional_directories, mcp_servers, title, updated_at, principal",
             vec![sid(session_id), text(host), Box::new(lease)],
         )?;
         // No row taken: another host holds the session, or its batch holds the row (it is

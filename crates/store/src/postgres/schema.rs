@@ -7,13 +7,20 @@ use acp_inject_core::agent::StoreError;
 use super::conn::{Conn, Expect, Op};
 
 /// The schema version this release writes (and the newest it reads).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The advisory lock that serialises migrations ("ACPI" as an integer).
 const MIGRATION_LOCK: i64 = 0x4143_5049;
 
 /// Version N's script is `MIGRATIONS[N - 1]`.
-const MIGRATIONS: [&str; 2] = [V1, V2];
+const MIGRATIONS: [&str; 3] = [V1, V2, V3];
+
+/// Version 3: tenants (R-TENANT-1). The principal that created a session (NULL: none); a
+/// connection lists its own principal's sessions only.
+const V3: &str = "
+ALTER TABLE acp_sessions ADD COLUMN principal text;
+CREATE INDEX acp_sessions_by_principal ON acp_sessions (principal, ordinal);
+";
 
 /// Version 2: idempotency keys (R-IDEM-1), scoped to their session and kept as long as it is
 /// (never pruned with the remembered ids of `acp_injects`).

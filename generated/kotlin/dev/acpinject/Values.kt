@@ -2613,7 +2613,7 @@ internal object ProtocolErrorCodec : ValueCodec<ProtocolError>() {
 
 /** One page of `session/list`. */
 public data class SessionPage(
-    /** The sessions, most recently active first. */
+    /** The sessions, most recently created first. */
     public val sessions: List<SessionInfo>,
     /** Pass as `cursor` for the next page; absent at the end. */
     public val nextCursor: String? = null,

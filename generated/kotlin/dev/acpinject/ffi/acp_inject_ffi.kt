@@ -755,6 +755,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach(
     ): Int
+    external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach_as(
+    ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session(
     ): Int
     external fun uniffi_acp_inject_ffi_checksum_method_agentcore_attached(
@@ -1008,6 +1010,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_attach(`ptr`: Long,`connection`: RustBuffer.ByValue,`role`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_acp_inject_ffi_fn_method_agentcore_attach_as(`ptr`: Long,`connection`: RustBuffer.ByValue,`role`: RustBuffer.ByValue,`principal`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_attach_to_session(`ptr`: Long,`connection`: RustBuffer.ByValue,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
     external fun uniffi_acp_inject_ffi_fn_method_agentcore_attached(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1198,7 +1202,7 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_close_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_acp_inject_ffi_fn_method_agentserver_listen(`ptr`: Long,`addr`: RustBuffer.ByValue,`bearerToken`: RustBuffer.ByValue,`allowedOrigins`: RustBuffer.ByValue,
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_listen(`ptr`: Long,`addr`: RustBuffer.ByValue,`bearerToken`: RustBuffer.ByValue,`principalTokens`: RustBuffer.ByValue,`allowedOrigins`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(`ptr`: Long,
     ): Long
@@ -1394,6 +1398,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach() and 0xFFFF) != 50880) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_as() and 0xFFFF) != 7610) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentcore_attach_to_session() and 0xFFFF) != 42405) {
@@ -1642,7 +1649,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() and 0xFFFF) != 1025) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 49158) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 30429) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() and 0xFFFF) != 45764) {
@@ -2303,6 +2310,12 @@ public interface AgentCoreInterface {
     fun `attach`(`connection`: kotlin.String, `role`: kotlin.ByteArray)
     
     /**
+     * Registers a connection with a role (a `ConnectionRole`), speaking for `principal`: it
+     * sees the sessions that principal created and no other (R-TENANT-1).
+     */
+    fun `attachAs`(`connection`: kotlin.String, `role`: kotlin.ByteArray, `principal`: kotlin.String?)
+    
+    /**
      * Attaches a connection to a live session; `false` when the session is not live.
      */
     fun `attachToSession`(`connection`: kotlin.String, `sessionId`: kotlin.String): kotlin.Boolean
@@ -2577,6 +2590,26 @@ open class AgentCore: Disposable, AutoCloseable, AgentCoreInterface
         
         FfiConverterString.lower(`connection`),
         FfiConverterByteArray.lower(`role`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Registers a connection with a role (a `ConnectionRole`), speaking for `principal`: it
+     * sees the sessions that principal created and no other (R-TENANT-1).
+     */
+    @Throws(FfiException::class)override fun `attachAs`(`connection`: kotlin.String, `role`: kotlin.ByteArray, `principal`: kotlin.String?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(FfiException) { _status ->
+    UniffiLib.uniffi_acp_inject_ffi_fn_method_agentcore_attach_as(
+        it,
+        
+        FfiConverterString.lower(`connection`),
+        FfiConverterByteArray.lower(`role`),
+        FfiConverterOptionalString.lower(`principal`),_status)
 }
     }
     
@@ -3936,10 +3969,14 @@ public interface AgentServerInterface {
      * Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
      * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
      * serving goes on in the background until `shutdown`. Anything but a loopback address
-     * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-     * with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
+     * needs `bearer_token` (clients send `Authorization: Bearer <token>`) or `principal_tokens`,
+     * or it is refused with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one
+     * included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
+     * client sees the sessions its principal created and no other (R-TENANT-1); the shared
+     * `bearer_token`, when given beside them, sees the sessions created without one.
+     * `allowed_origins` lists the browser origins that may call.
      */
-    suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `allowedOrigins`: List<kotlin.String>): kotlin.String
+    suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `principalTokens`: Map<kotlin.String, kotlin.String>, `allowedOrigins`: List<kotlin.String>): kotlin.String
     
     /**
      * Serves over this process's stdin/stdout until the client closes stdin.
@@ -4117,12 +4154,16 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
      * Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
      * (`http://HOST:PORT/acp`; WebSocket clients use `ws://` on the same path) once bound;
      * serving goes on in the background until `shutdown`. Anything but a loopback address
-     * needs `bearer_token` (clients send `Authorization: Bearer <token>`), or it is refused
-     * with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one included). `allowed_origins` lists the browser origins that may call.
+     * needs `bearer_token` (clients send `Authorization: Bearer <token>`) or `principal_tokens`,
+     * or it is refused with `AcpError.Config`; so is a token shorter than 16 bytes (an empty one
+     * included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
+     * client sees the sessions its principal created and no other (R-TENANT-1); the shared
+     * `bearer_token`, when given beside them, sees the sessions created without one.
+     * `allowed_origins` lists the browser origins that may call.
      */
     @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `allowedOrigins`: List<kotlin.String>) : kotlin.String {
+    override suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `principalTokens`: Map<kotlin.String, kotlin.String>, `allowedOrigins`: List<kotlin.String>) : kotlin.String {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen(
@@ -4130,6 +4171,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
                 
         FfiConverterString.lower(`addr`),
         FfiConverterOptionalString.lower(`bearerToken`),
+        FfiConverterMapStringString.lower(`principalTokens`),
         FfiConverterSequenceString.lower(`allowedOrigins`),
             )
         },
@@ -7186,6 +7228,45 @@ public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.Str
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterString.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterMapStringString: FfiConverterRustBuffer<Map<kotlin.String, kotlin.String>> {
+    override fun read(buf: ByteBuffer): Map<kotlin.String, kotlin.String> {
+        val len = buf.getInt()
+        return buildMap<kotlin.String, kotlin.String>(len) {
+            repeat(len) {
+                val k = FfiConverterString.read(buf)
+                val v = FfiConverterString.read(buf)
+                this[k] = v
+            }
+        }
+    }
+
+    override fun allocationSize(value: Map<kotlin.String, kotlin.String>): ULong {
+        val spaceForMapSize = 4UL
+        val spaceForChildren = value.map { (k, v) ->
+            FfiConverterString.allocationSize(k) +
+            FfiConverterString.allocationSize(v)
+        }.sum()
+        return spaceForMapSize + spaceForChildren
+    }
+
+    override fun write(value: Map<kotlin.String, kotlin.String>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        // The parens on `(k, v)` here ensure we're calling the right method,
+        // which is important for compatibility with older android devices.
+        // Ref https://blog.danlew.net/2017/03/16/kotlin-puzzler-whose-line-is-it-anyways/
+        value.forEach { (k, v) ->
+            FfiConverterString.write(k, buf)
+            FfiConverterString.write(v, buf)
         }
     }
 }

@@ -1909,6 +1909,16 @@ data class SetupConnection (
      * A `ConnectionRole`, encoded.
      */
     var `role`: kotlin.ByteArray
+    , 
+    /**
+     * The principal it speaks for (R-TENANT-1).
+     */
+    var `principal`: kotlin.String?
+    , 
+    /**
+     * Attached to the setup's session before the first step.
+     */
+    var `joined`: kotlin.Boolean
     
 ){
     
@@ -1927,17 +1937,23 @@ public object FfiConverterTypeSetupConnection: FfiConverterRustBuffer<SetupConne
         return SetupConnection(
             FfiConverterString.read(buf),
             FfiConverterByteArray.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterBoolean.read(buf),
         )
     }
 
     override fun allocationSize(value: SetupConnection) = (
             FfiConverterString.allocationSize(value.`id`) +
-            FfiConverterByteArray.allocationSize(value.`role`)
+            FfiConverterByteArray.allocationSize(value.`role`) +
+            FfiConverterOptionalString.allocationSize(value.`principal`) +
+            FfiConverterBoolean.allocationSize(value.`joined`)
     )
 
     override fun write(value: SetupConnection, buf: ByteBuffer) {
             FfiConverterString.write(value.`id`, buf)
             FfiConverterByteArray.write(value.`role`, buf)
+            FfiConverterOptionalString.write(value.`principal`, buf)
+            FfiConverterBoolean.write(value.`joined`, buf)
     }
 }
 
@@ -2522,6 +2538,38 @@ public object FfiConverterTypeSide: FfiConverterRustBuffer<Side> {
 }
 
 
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalString: FfiConverterRustBuffer<kotlin.String?> {
+    override fun read(buf: ByteBuffer): kotlin.String? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterString.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.String?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterString.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.String?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterString.write(value, buf)
+        }
+    }
+}
 
 
 

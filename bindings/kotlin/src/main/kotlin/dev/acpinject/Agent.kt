@@ -352,8 +352,11 @@ suspend inline fun <R> Listening.use(block: (Listening) -> R): R {
  * upstream Streamable HTTP & WebSocket transport on `/acp`. Returns once bound; serving goes on
  * until [Listening.close]. Every client is one connection of the same agent: a session outlives
  * the connection that opened it, and a client that reconnects resumes it. Anything but a
- * loopback address needs [token] (clients send `Authorization: Bearer <token>`), or
- * [AcpException.Config] is thrown; [allowedOrigins] lists the browser origins that may call.
+ * loopback address needs [token] (clients send `Authorization: Bearer <token>`) or [tokens], or
+ * [AcpException.Config] is thrown. [tokens] maps each principal (a user, a tenant) to a token of
+ * its own: a client sees the sessions its principal created and no other, and another
+ * principal's session is answered as unknown ([token], beside them, sees the sessions created
+ * without a principal). [allowedOrigins] lists the browser origins that may call.
  */
 suspend fun listen(
     agent: Agent,
@@ -362,10 +365,11 @@ suspend fun listen(
     store: String? = null,
     token: String? = null,
     allowedOrigins: List<String> = emptyList(),
+    tokens: Map<String, String> = emptyMap(),
 ): Listening {
     val server = server(agent, config, store)
     val url = try {
-        ffi { server.listen(addr, token, allowedOrigins) }
+        ffi { server.listen(addr, token, tokens, allowedOrigins) }
     } catch (e: Throwable) {
         server.destroy()
         throw e

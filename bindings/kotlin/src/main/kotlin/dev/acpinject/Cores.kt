@@ -183,8 +183,11 @@ class AgentCore private constructor(internal val inner: FfiAgentCore) : AutoClos
 
     private fun outputs(bytes: ByteArray): List<Output> = OutputCodec.list.result(bytes, "outputs")
 
-    /** Registers a connection with a role. */
-    fun attach(connection: String, role: ConnectionRole) = ffi { inner.attach(connection, ConnectionRoleCodec.encode(role)) }
+    /** Registers a connection with a role, speaking for [principal] when given: it sees the
+     *  sessions that principal created and no other (another principal's session is answered
+     *  as one the agent does not know). */
+    fun attach(connection: String, role: ConnectionRole, principal: String? = null) =
+        ffi { inner.attachAs(connection, ConnectionRoleCodec.encode(role), principal) }
 
     /** A connection went away: detached from every session; its open requests are answered
      *  `cancelled` with the next call's outputs (or use [detachAndDrain]). */

@@ -196,4 +196,36 @@ class RemoteTest {
             assertEquals(1, listening.sessions.size)
         }
     }
+
+    /** A token per principal: each client sees its own principal's sessions only; another
+     *  principal's session is answered as one the agent never had (R-TENANT-1). */
+    @Test
+    fun `principals see their own sessions only`() = coTest {
+        val alice = "alice-0123456789abcdef"
+        val bob = "bob-0123456789abcdef00"
+        listen(Echo(), "127.0.0.1:0", tokens = mapOf("alice" to alice, "bob" to bob)).use { listening ->
+            val ws = listening.url.replaceFirst("http", "ws")
+            connect(ws, token = alice).use { a ->
+                val theirs = a.newSession("/tmp")
+                val bobs = mutableListOf<String>()
+                for (url in listOf(ws, listening.url)) {
+                    connect(url, token = bob).use { b ->
+                        bobs.add(0, b.newSession("/tmp").id)
+                        assertEquals(bobs, b.listSessions().sessions.map { it.sessionId })
+                        val never = runCatching { b.resume("sess_never", "/tmp") }.exceptionOrNull()
+                        val foreign = runCatching { b.resume(theirs.id, "/tmp") }.exceptionOrNull()
+                        assertTrue(never is AcpException && foreign != null, "$never / $foreign")
+                        assertEquals(never!!::class, foreign!!::class)
+                        assertEquals(never.message!!.replace("sess_never", "ID"), foreign.message!!.replace(theirs.id, "ID"))
+                    }
+                }
+                assertEquals(listOf(theirs.id), a.listSessions().sessions.map { it.sessionId })
+                theirs.prompt("still mine")
+                theirs.until("the echo") { it.state == TurnState.IDLE && it.transcript.size == 2 }
+            }
+        }
+        for (tokens in listOf(mapOf("a" to alice, "b" to alice), mapOf("a" to "short"))) {
+            assertThrows<AcpException.Config> { runBlockingIn { listen(Echo(), "127.0.0.1:0", tokens = tokens) } }
+        }
+    }
 }

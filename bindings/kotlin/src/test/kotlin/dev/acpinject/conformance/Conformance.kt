@@ -60,8 +60,8 @@ private fun driveAgent(run: VectorRun) {
     AgentCore(Values.decode<AgentConfig>(setup.config)).use { core ->
         core.createSession(setup.session, setup.cwd)
         for (c in setup.connections) {
-            core.attach(c.id, Values.decode<ConnectionRole>(c.role))
-            core.attachToSession(c.id, setup.session)
+            core.attach(c.id, Values.decode<ConnectionRole>(c.role), c.principal)
+            if (c.joined) core.attachToSession(c.id, setup.session)
         }
         val outputs = mutableListOf<Output>()
         while (true) {

@@ -34,8 +34,12 @@
 //!   HTTP/1.1, because common clients (Node's `fetch`, the official TypeScript SDK's client)
 //!   send HTTP/1.1 to an `http://` URL. WebSocket works over HTTP/1.1's upgrade; HTTP/2's
 //!   extended CONNECT (RFC 8441) is enabled and routed to the same handler, untested here (no
-//!   client at hand speaks it). A peer gets 30 s to send a request's headers and
-//!   `idle_timeout` for its body. The client speaks TLS too (rustls, the webpki
+//!   client at hand speaks it). A TCP connection gets
+//!   [`Limits::first_request_timeout`] (30 s) to finish its TLS handshake and send its first
+//!   request's headers, HTTP/2 included, or it is closed; an HTTP/1.1 request gets as long for
+//!   its headers and `idle_timeout` for its body. At most [`Limits::max_sockets`] TCP
+//!   connections are open at once, authenticated or not: one more is closed as it is
+//!   accepted. The client speaks TLS too (rustls, the webpki
 //!   roots, plus any root given to [`Endpoint::root_certificate_pem`]).
 //! - **Routing answers.** An answer goes to the stream of the session its request named
 //!   (`Acp-Session-Id`), except `session/new` and `session/load`, answered on the
@@ -147,6 +151,12 @@ pub struct Limits {
     pub max_message_bytes: usize,
     /// Connections at once, HTTP and WebSocket: 503.
     pub max_connections: usize,
+    /// TCP connections open at once, before any authentication (Streamable HTTP may use
+    /// several per connection): one more is closed as soon as it is accepted.
+    pub max_sockets: usize,
+    /// How long a TCP connection may go without sending a request (its headers whole, HTTP/1.1
+    /// or HTTP/2) before it is closed; a TLS handshake gets the same time.
+    pub first_request_timeout: Duration,
     /// Sessions whose messages one HTTP connection carries: 429.
     pub max_sessions_per_connection: usize,
     /// Bytes waiting for one client to read them: the connection is ended.
@@ -166,6 +176,8 @@ impl Default for Limits {
         Limits {
             max_message_bytes: 16 * 1024 * 1024,
             max_connections: 4096,
+            max_sockets: 16_384,
+            first_request_timeout: Duration::from_secs(30),
             max_sessions_per_connection: 256,
             max_buffered_bytes: 64 * 1024 * 1024,
             replay_window_bytes: 4 * 1024 * 1024,
@@ -181,6 +193,8 @@ impl Limits {
         let zero = [
             ("max_message_bytes", self.max_message_bytes == 0),
             ("max_connections", self.max_connections == 0),
+            ("max_sockets", self.max_sockets == 0),
+            ("first_request_timeout", self.first_request_timeout.is_zero()),
             ("max_sessions_per_connection", self.max_sessions_per_connection == 0),
             ("max_buffered_bytes", self.max_buffered_bytes == 0),
             ("idle_timeout", self.idle_timeout.is_zero()),

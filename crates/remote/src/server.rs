@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -126,8 +126,9 @@ impl Listener {
         // also over HTTP/2's extended CONNECT), and a graceful end.
         let limits = &shared.options.limits;
         let mut http = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-        // A peer gets 30 s to send a request's headers; an HTTP/2 connection is pinged.
-        http.http1().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(Duration::from_secs(30));
+        // A peer gets `first_request_timeout` to send a request's headers (HTTP/1.1 here; the
+        // first request of any connection below); an HTTP/2 connection is pinged.
+        http.http1().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(limits.first_request_timeout);
         http.http2()
             .enable_connect_protocol()
             .timer(hyper_util::rt::TokioTimer::new())
@@ -135,6 +136,8 @@ impl Listener {
             .keep_alive_timeout(limits.idle_timeout);
         let tls = shared.options.tls.as_ref().map(|t| tokio_rustls::TlsAcceptor::from(Arc::clone(&t.0)));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let sockets = Arc::new(tokio::sync::Semaphore::new(limits.max_sockets));
+        let first_request = limits.first_request_timeout;
         let mut shutdown = std::pin::pin!(shutdown);
         loop {
             let (stream, _) = tokio::select! {
@@ -148,23 +151,41 @@ impl Listener {
                 },
                 () = &mut shutdown => break,
             };
+            // Past `max_sockets` the connection is closed at once: nothing it sends is read.
+            let Ok(permit) = Arc::clone(&sockets).try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
             let _ = stream.set_nodelay(true);
-            let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            let seen = Arc::new(AtomicBool::new(false));
+            let service = FirstRequest { inner: hyper_util::service::TowerToHyperService::new(app.clone()), seen: Arc::clone(&seen) };
             let (http, watcher, tls) = (http.clone(), graceful.watcher(), tls.clone());
             tokio::spawn(async move {
-                match tls {
-                    None => {
-                        let conn = http.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
-                        let _ = watcher.watch(conn.into_owned()).await;
+                let _permit = permit;
+                // A peer that sends no request in time (an HTTP/2 connection that only pings,
+                // a TLS handshake that never ends) is dropped: it holds no slot for long.
+                let deadline = async {
+                    tokio::time::sleep(first_request).await;
+                    if seen.load(Ordering::SeqCst) {
+                        std::future::pending::<()>().await;
                     }
-                    Some(acceptor) => {
-                        // A peer that never finishes its handshake is dropped.
-                        let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await else {
-                            return;
-                        };
-                        let conn = http.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
-                        let _ = watcher.watch(conn.into_owned()).await;
+                };
+                let serve = async {
+                    match tls {
+                        None => {
+                            let conn = http.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
+                            let _ = watcher.watch(conn.into_owned()).await;
+                        }
+                        Some(acceptor) => {
+                            let Ok(stream) = acceptor.accept(stream).await else { return };
+                            let conn = http.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
+                            let _ = watcher.watch(conn.into_owned()).await;
+                        }
                     }
+                };
+                tokio::select! {
+                    () = serve => {}
+                    () = deadline => {}
                 }
             });
         }
@@ -178,6 +199,24 @@ impl Listener {
         let _ = tokio::time::timeout(Duration::from_secs(10), graceful.shutdown()).await;
         reaper.abort();
         Ok(())
+    }
+}
+
+/// A connection's service that notes its first request.
+#[derive(Clone)]
+struct FirstRequest<S> {
+    inner: S,
+    seen: Arc<AtomicBool>,
+}
+
+impl<S: hyper::service::Service<R>, R> hyper::service::Service<R> for FirstRequest<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, request: R) -> Self::Future {
+        self.seen.store(true, Ordering::SeqCst);
+        self.inner.call(request)
     }
 }
 

@@ -1281,3 +1281,36 @@ async fn principals_see_their_own_sessions_only() {
     alice.close().await;
     server.shutdown().await;
 }
+
+/// Sockets before any request: past `max_sockets` one is closed as soon as it is accepted, and
+/// one that sends no request within `first_request_timeout` (an HTTP/2 connection that only
+/// said its preface, a peer that says nothing) is closed; then the slots are free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sockets_are_counted_and_an_idle_one_is_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let limits = Limits { max_sockets: 2, first_request_timeout: Duration::from_millis(800), ..Default::default() };
+    let (server, addr) = agent(Arc::new(Gated::default()), ListenOptions { limits, ..Default::default() }).await;
+    // Reads until the server closes the socket; how long that took.
+    async fn closed_after(s: &mut TcpStream) -> Duration {
+        let start = std::time::Instant::now();
+        let mut buf = [0u8; 1024];
+        while tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await.expect("closed in time").is_ok_and(|n| n > 0) {}
+        start.elapsed()
+    }
+    let mut h2 = TcpStream::connect(addr).await.unwrap();
+    // HTTP/2 with prior knowledge: the preface and an empty SETTINGS frame, then nothing.
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    assert!(closed_after(&mut third).await < Duration::from_millis(500), "past max_sockets: closed at once");
+    let (a, b) = (closed_after(&mut h2).await, closed_after(&mut silent).await);
+    assert!(a >= Duration::from_millis(500) && b < Duration::from_secs(5), "{a:?} {b:?}: closed at the deadline");
+    // The slots are free: a client connects and works, past the deadline too.
+    let conn = Endpoint::new(format!("ws://{addr}/acp")).connect(ConnectOptions::default()).await.unwrap();
+    let s = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(matches!(s.status().await.unwrap().state, Some(acp_inject_core::wire::StateUpdate::Idle(_))));
+    conn.close().await;
+    server.shutdown().await;
+}

@@ -400,17 +400,23 @@ public struct ErrorReason: RawRepresentable, Sendable, Hashable, Codable, Custom
     /// `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
     public static let notPermitted = ErrorReason(rawValue: "not_permitted")
 
+    /// `too_many_sessions`: -32011: `session/new`, or a resume that would load a session, when the agent already holds `policy.maxLiveSessions` live sessions (R-LIMIT-1).
+    public static let tooManySessions = ErrorReason(rawValue: "too_many_sessions")
+
+    /// `too_many_pending`: -32011: an inject, or a prompt that would be held, when the session already holds `policy.maxPending` waiting messages (R-LIMIT-1).
+    public static let tooManyPending = ErrorReason(rawValue: "too_many_pending")
+
     /// `turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
     public static let turnInProgress = ErrorReason(rawValue: "turn_in_progress")
 
     /// The values this version knows, in the schema's order.
-    public static let knownValues: [ErrorReason] = [.sessionNotFound, .unknownMessageId, .alreadyDelivered, .noRunningTurn, .modeNotSupported, .replaceNotSupported, .notPermitted, .turnInProgress]
+    public static let knownValues: [ErrorReason] = [.sessionNotFound, .unknownMessageId, .alreadyDelivered, .noRunningTurn, .modeNotSupported, .replaceNotSupported, .notPermitted, .tooManySessions, .tooManyPending, .turnInProgress]
 
     /// Whether this version knows the value.
     public var isKnown: Bool { Self.knownValues.contains(self) }
 
     /// The Swift names of the known values, by wire string.
-    private static let names: [String: String] = ["session_not_found": "sessionNotFound", "unknown_message_id": "unknownMessageId", "already_delivered": "alreadyDelivered", "no_running_turn": "noRunningTurn", "mode_not_supported": "modeNotSupported", "replace_not_supported": "replaceNotSupported", "not_permitted": "notPermitted", "turn_in_progress": "turnInProgress"]
+    private static let names: [String: String] = ["session_not_found": "sessionNotFound", "unknown_message_id": "unknownMessageId", "already_delivered": "alreadyDelivered", "no_running_turn": "noRunningTurn", "mode_not_supported": "modeNotSupported", "replace_not_supported": "replaceNotSupported", "not_permitted": "notPermitted", "too_many_sessions": "tooManySessions", "too_many_pending": "tooManyPending", "turn_in_progress": "turnInProgress"]
 
     /// The Swift name of a known value (`endTurn`), else the wire string.
     public var description: String { Self.names[rawValue] ?? rawValue }
@@ -2221,9 +2227,13 @@ public struct Policy: Sendable, Hashable, Codable {
     public let maxLineBytes: Int
     /// Sessions per `session/list` page.
     public let listPageSize: Int
+    /// Live sessions the agent holds at once: one more (`session/new`, or a resume that loads one) is -32011 `too_many_sessions` (R-LIMIT-1).
+    public let maxLiveSessions: Int
+    /// Messages waiting in one session (pending injects and held prompts): one more is -32011 `too_many_pending` (R-LIMIT-1).
+    public let maxPending: Int
 
     /// A value with these fields.
-    public init(queueDrain: QueueDrain = .batch, steerInStream: SteerInStream = .finish, revokeReplace: RevokeReplace = .anyController, rememberIds: Int = 4096, clearStyle: ClearStyle = .upsert, maxLineBytes: Int = 16777216, listPageSize: Int = 50) {
+    public init(queueDrain: QueueDrain = .batch, steerInStream: SteerInStream = .finish, revokeReplace: RevokeReplace = .anyController, rememberIds: Int = 4096, clearStyle: ClearStyle = .upsert, maxLineBytes: Int = 16777216, listPageSize: Int = 50, maxLiveSessions: Int = 10000, maxPending: Int = 1000) {
         self.queueDrain = queueDrain
         self.steerInStream = steerInStream
         self.revokeReplace = revokeReplace
@@ -2231,6 +2241,8 @@ public struct Policy: Sendable, Hashable, Codable {
         self.clearStyle = clearStyle
         self.maxLineBytes = maxLineBytes
         self.listPageSize = listPageSize
+        self.maxLiveSessions = maxLiveSessions
+        self.maxPending = maxPending
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2241,6 +2253,8 @@ public struct Policy: Sendable, Hashable, Codable {
         case clearStyle = "clearStyle"
         case maxLineBytes = "maxLineBytes"
         case listPageSize = "listPageSize"
+        case maxLiveSessions = "maxLiveSessions"
+        case maxPending = "maxPending"
     }
 
     public init(from decoder: Decoder) throws {
@@ -2252,7 +2266,9 @@ public struct Policy: Sendable, Hashable, Codable {
             rememberIds: try c.decodeIfPresent(Int.self, forKey: .rememberIds) ?? 4096,
             clearStyle: try c.decodeIfPresent(ClearStyle.self, forKey: .clearStyle) ?? .upsert,
             maxLineBytes: try c.decodeIfPresent(Int.self, forKey: .maxLineBytes) ?? 16777216,
-            listPageSize: try c.decodeIfPresent(Int.self, forKey: .listPageSize) ?? 50
+            listPageSize: try c.decodeIfPresent(Int.self, forKey: .listPageSize) ?? 50,
+            maxLiveSessions: try c.decodeIfPresent(Int.self, forKey: .maxLiveSessions) ?? 10000,
+            maxPending: try c.decodeIfPresent(Int.self, forKey: .maxPending) ?? 1000
         )
     }
 
@@ -2265,6 +2281,8 @@ public struct Policy: Sendable, Hashable, Codable {
         try c.encode(clearStyle, forKey: .clearStyle)
         try c.encode(maxLineBytes, forKey: .maxLineBytes)
         try c.encode(listPageSize, forKey: .listPageSize)
+        try c.encode(maxLiveSessions, forKey: .maxLiveSessions)
+        try c.encode(maxPending, forKey: .maxPending)
     }
 }
 
@@ -2283,6 +2301,8 @@ extension Policy: BoundaryCodable {
         var _clearStyle: ClearStyle? = nil
         var _maxLineBytes: Int? = nil
         var _listPageSize: Int? = nil
+        var _maxLiveSessions: Int? = nil
+        var _maxPending: Int? = nil
         for _ in 0..<count {
             let key = try r.readString()
             switch key {
@@ -2293,14 +2313,16 @@ extension Policy: BoundaryCodable {
             case "clear_style": _clearStyle = try at("clear_style") { try ClearStyle(boundary: &r) }
             case "max_line_bytes": _maxLineBytes = try at("max_line_bytes") { try Int(boundary: &r) }
             case "list_page_size": _listPageSize = try at("list_page_size") { try Int(boundary: &r) }
+            case "max_live_sessions": _maxLiveSessions = try at("max_live_sessions") { try Int(boundary: &r) }
+            case "max_pending": _maxPending = try at("max_pending") { try Int(boundary: &r) }
             default: throw BoundaryError.unknownField("Policy", key)
             }
         }
-        self.init(queueDrain: _queueDrain ?? .batch, steerInStream: _steerInStream ?? .finish, revokeReplace: _revokeReplace ?? .anyController, rememberIds: _rememberIds ?? 4096, clearStyle: _clearStyle ?? .upsert, maxLineBytes: _maxLineBytes ?? 16777216, listPageSize: _listPageSize ?? 50)
+        self.init(queueDrain: _queueDrain ?? .batch, steerInStream: _steerInStream ?? .finish, revokeReplace: _revokeReplace ?? .anyController, rememberIds: _rememberIds ?? 4096, clearStyle: _clearStyle ?? .upsert, maxLineBytes: _maxLineBytes ?? 16777216, listPageSize: _listPageSize ?? 50, maxLiveSessions: _maxLiveSessions ?? 10000, maxPending: _maxPending ?? 1000)
     }
 
     public func encode(boundary w: inout BoundaryWriter) {
-        w.writeMapHeader(7)
+        w.writeMapHeader(9)
         w.writeString("queue_drain"); queueDrain.encode(boundary: &w)
         w.writeString("steer_in_stream"); steerInStream.encode(boundary: &w)
         w.writeString("revoke_replace"); revokeReplace.encode(boundary: &w)
@@ -2308,6 +2330,8 @@ extension Policy: BoundaryCodable {
         w.writeString("clear_style"); clearStyle.encode(boundary: &w)
         w.writeString("max_line_bytes"); maxLineBytes.encode(boundary: &w)
         w.writeString("list_page_size"); listPageSize.encode(boundary: &w)
+        w.writeString("max_live_sessions"); maxLiveSessions.encode(boundary: &w)
+        w.writeString("max_pending"); maxPending.encode(boundary: &w)
     }
 }
 

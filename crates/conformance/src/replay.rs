@@ -10,8 +10,7 @@
 use std::collections::BTreeMap;
 
 use acp_inject_core::agent::{
-    AgentConfig, AuthSupport, BreakPoint, ClearStyle, ConnId, ConnectionRole, HistoryEntry, Output, Policy, QueueDrain, RevokeReplace,
-    RuntimeEvent, SetupSupport,
+    AgentConfig, AuthSupport, BreakPoint, ConnId, ConnectionRole, HistoryEntry, Output, Policy, RuntimeEvent, SetupSupport,
 };
 use acp_inject_core::client::{Answer, CallRejected, Event, ItemStatus, MirrorSnapshot, ProtocolError, SteerFallback};
 use acp_inject_core::wire::{
@@ -628,29 +627,18 @@ pub fn agent_setup(vector: &Value) -> Result<AgentSetup, Mismatch> {
         Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| err(format!("capabilities.inject: {e}")))?),
         None => None,
     };
-    let mut policy = Policy::default();
-    let field = |p: &Value, k: &str| p.get(k).cloned();
-    if let Some(p) = vector.get("policy") {
-        let bad = |k: &str, e: serde_json::Error| err(format!("policy.{k}: {e}"));
-        if let Some(q) = field(p, "queueDrain") {
-            policy.queue_drain = serde_json::from_value::<QueueDrain>(q).map_err(|e| bad("queueDrain", e))?;
+    // Every member a vector names must be one the policy has: a misspelt knob would be
+    // silently ignored otherwise.
+    let policy = match vector.get("policy") {
+        Some(p) => {
+            let known = serde_json::to_value(Policy::default()).map_err(|e| err(format!("policy: {e}")))?;
+            if let Some(unknown) = p.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| known.get(k.as_str()).is_none()) {
+                return Err(err(format!("policy.{unknown}: not a policy member")));
+            }
+            serde_json::from_value::<Policy>(p.clone()).map_err(|e| err(format!("policy: {e}")))?
         }
-        if let Some(q) = field(p, "steerInStream") {
-            policy.steer_in_stream = serde_json::from_value(q).map_err(|e| bad("steerInStream", e))?;
-        }
-        if let Some(q) = field(p, "revokeReplace") {
-            policy.revoke_replace = serde_json::from_value::<RevokeReplace>(q).map_err(|e| bad("revokeReplace", e))?;
-        }
-        if let Some(q) = field(p, "clearStyle") {
-            policy.clear_style = serde_json::from_value::<ClearStyle>(q).map_err(|e| bad("clearStyle", e))?;
-        }
-        if let Some(q) = field(p, "rememberIds") {
-            policy.remember_ids = q.as_u64().ok_or_else(|| err("policy.rememberIds must be a whole number"))?;
-        }
-        if let Some(q) = field(p, "listPageSize") {
-            policy.list_page_size = q.as_u64().ok_or_else(|| err("policy.listPageSize must be a whole number"))?;
-        }
-    }
+        None => Policy::default(),
+    };
     let setup = match vector.get("setup") {
         Some(s) => serde_json::from_value::<SetupSupport>(s.clone()).map_err(|e| err(format!("setup: {e}")))?,
         None => SetupSupport::default(),

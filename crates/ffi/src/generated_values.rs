@@ -964,8 +964,10 @@ pub(crate) fn enc_Policy(
     clear_style: &acp_inject_core::agent::ClearStyle,
     max_line_bytes: &u64,
     list_page_size: &u64,
+    max_live_sessions: &u64,
+    max_pending: &u64,
 ) {
-    w.map(7);
+    w.map(9);
     w.key("queue_drain");
     queue_drain.encode(w);
     w.key("steer_in_stream");
@@ -980,6 +982,10 @@ pub(crate) fn enc_Policy(
     max_line_bytes.encode(w);
     w.key("list_page_size");
     list_page_size.encode(w);
+    w.key("max_live_sessions");
+    max_live_sessions.encode(w);
+    w.key("max_pending");
+    max_pending.encode(w);
 }
 #[allow(non_snake_case, unused_mut)]
 pub(crate) fn dec_Policy(
@@ -992,6 +998,8 @@ pub(crate) fn dec_Policy(
         acp_inject_core::agent::RevokeReplace,
         u64,
         acp_inject_core::agent::ClearStyle,
+        u64,
+        u64,
         u64,
         u64,
     ),
@@ -1008,6 +1016,8 @@ pub(crate) fn dec_Policy(
     let mut clear_style: ::std::option::Option<acp_inject_core::agent::ClearStyle> = None;
     let mut max_line_bytes: ::std::option::Option<u64> = None;
     let mut list_page_size: ::std::option::Option<u64> = None;
+    let mut max_live_sessions: ::std::option::Option<u64> = None;
+    let mut max_pending: ::std::option::Option<u64> = None;
     for _ in 0..n {
         let key = r.key()?;
         match key {
@@ -1040,6 +1050,14 @@ pub(crate) fn dec_Policy(
                     Decode::decode(r).map_err(|e| e.at("list_page_size"))?,
                 );
             }
+            "max_live_sessions" => {
+                max_live_sessions = Some(
+                    Decode::decode(r).map_err(|e| e.at("max_live_sessions"))?,
+                );
+            }
+            "max_pending" => {
+                max_pending = Some(Decode::decode(r).map_err(|e| e.at("max_pending"))?);
+            }
             other => return Err(DecodeError::unknown_field("Policy", other)),
         }
     }
@@ -1071,6 +1089,14 @@ pub(crate) fn dec_Policy(
         match list_page_size {
             Some(v) => v,
             None => 50,
+        },
+        match max_live_sessions {
+            Some(v) => v,
+            None => 10000,
+        },
+        match max_pending {
+            Some(v) => v,
+            None => 1000,
         },
     ))
 }
@@ -7403,6 +7429,8 @@ impl Encode for acp_inject_core::agent::Policy {
             &self.clear_style,
             &self.max_line_bytes,
             &self.list_page_size,
+            &self.max_live_sessions,
+            &self.max_pending,
         );
     }
 }
@@ -7417,6 +7445,8 @@ impl Decode for acp_inject_core::agent::Policy {
             clear_style,
             max_line_bytes,
             list_page_size,
+            max_live_sessions,
+            max_pending,
         ) = dec_Policy(r, n)?;
         Ok(
             build_Policy(
@@ -7427,6 +7457,8 @@ impl Decode for acp_inject_core::agent::Policy {
                 clear_style,
                 max_line_bytes,
                 list_page_size,
+                max_live_sessions,
+                max_pending,
             ),
         )
     }
@@ -7440,6 +7472,8 @@ fn build_Policy(
     clear_style: acp_inject_core::agent::ClearStyle,
     max_line_bytes: u64,
     list_page_size: u64,
+    max_live_sessions: u64,
+    max_pending: u64,
 ) -> acp_inject_core::agent::Policy {
     acp_inject_core::agent::Policy {
         queue_drain: queue_drain,
@@ -7449,6 +7483,8 @@ fn build_Policy(
         clear_style: clear_style,
         max_line_bytes: max_line_bytes,
         list_page_size: list_page_size,
+        max_live_sessions: max_live_sessions,
+        max_pending: max_pending,
     }
 }
 impl Encode for acp_inject_core::agent::AgentInfo {
@@ -10449,6 +10485,10 @@ impl Encode for acp_inject_core::wire::ErrorReason {
                     "replace_not_supported"
                 }
                 acp_inject_core::wire::ErrorReason::NotPermitted => "not_permitted",
+                acp_inject_core::wire::ErrorReason::TooManySessions => {
+                    "too_many_sessions"
+                }
+                acp_inject_core::wire::ErrorReason::TooManyPending => "too_many_pending",
                 acp_inject_core::wire::ErrorReason::TurnInProgress => "turn_in_progress",
                 acp_inject_core::wire::ErrorReason::Other(s) => s.as_str(),
             },
@@ -10476,6 +10516,10 @@ impl Decode for acp_inject_core::wire::ErrorReason {
                     acp_inject_core::wire::ErrorReason::ReplaceNotSupported
                 }
                 "not_permitted" => acp_inject_core::wire::ErrorReason::NotPermitted,
+                "too_many_sessions" => {
+                    acp_inject_core::wire::ErrorReason::TooManySessions
+                }
+                "too_many_pending" => acp_inject_core::wire::ErrorReason::TooManyPending,
                 "turn_in_progress" => acp_inject_core::wire::ErrorReason::TurnInProgress,
                 other => acp_inject_core::wire::ErrorReason::Other(other.to_owned()),
             },

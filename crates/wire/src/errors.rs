@@ -25,6 +25,9 @@ pub const RESOURCE_NOT_FOUND: i64 = -32002;
 pub const AUTH_REQUIRED: i64 = -32000;
 /// -32010 "Inject precondition failed" (`data.reason` says which).
 pub const INJECT_PRECONDITION_FAILED: i64 = -32010;
+/// -32011 "Limit reached": the agent holds as many live sessions, or a session as many
+/// waiting messages, as its policy allows (`data.reason` says which, R-LIMIT-1).
+pub const LIMIT_REACHED: i64 = -32011;
 /// -32022 "Unsupported protocol version": no version the agent speaks is at or below the
 /// requested one (`data`: `{requested, supported}`).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
@@ -58,6 +61,7 @@ pub fn message_for(code: i64) -> &'static str {
         RESOURCE_NOT_FOUND => "Resource not found",
         AUTH_REQUIRED => "Authentication required",
         INJECT_PRECONDITION_FAILED => "Inject precondition failed",
+        LIMIT_REACHED => "Limit reached",
         UNSUPPORTED_PROTOCOL_VERSION => "Unsupported protocol version",
         _ => "Server error",
     }
@@ -67,6 +71,7 @@ pub fn message_for(code: i64) -> &'static str {
 pub fn code_for(reason: &ErrorReason) -> i64 {
     match reason {
         ErrorReason::SessionNotFound | ErrorReason::UnknownMessageId => RESOURCE_NOT_FOUND,
+        ErrorReason::TooManySessions | ErrorReason::TooManyPending => LIMIT_REACHED,
         _ => INJECT_PRECONDITION_FAILED,
     }
 }

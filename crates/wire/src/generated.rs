@@ -9087,6 +9087,10 @@ pub enum ErrorReason {
     ReplaceNotSupported,
     ///`not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy.
     NotPermitted,
+    ///`too_many_sessions`: -32011: `session/new`, or a resume that would load a session, when the agent already holds `policy.maxLiveSessions` live sessions (R-LIMIT-1).
+    TooManySessions,
+    ///`too_many_pending`: -32011: an inject, or a prompt that would be held, when the session already holds `policy.maxPending` waiting messages (R-LIMIT-1).
+    TooManyPending,
     ///`turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.
     TurnInProgress,
     /// A value this version does not know (values starting with `_` are extensions).
@@ -9102,6 +9106,8 @@ impl ErrorReason {
         "mode_not_supported",
         "replace_not_supported",
         "not_permitted",
+        "too_many_sessions",
+        "too_many_pending",
         "turn_in_progress",
     ];
     /// The wire spelling.
@@ -9114,6 +9120,8 @@ impl ErrorReason {
             ErrorReason::ModeNotSupported => "mode_not_supported",
             ErrorReason::ReplaceNotSupported => "replace_not_supported",
             ErrorReason::NotPermitted => "not_permitted",
+            ErrorReason::TooManySessions => "too_many_sessions",
+            ErrorReason::TooManyPending => "too_many_pending",
             ErrorReason::TurnInProgress => "turn_in_progress",
             ErrorReason::Other(s) => s,
         }
@@ -9128,6 +9136,8 @@ impl ErrorReason {
                 "mode_not_supported" => ErrorReason::ModeNotSupported,
                 "replace_not_supported" => ErrorReason::ReplaceNotSupported,
                 "not_permitted" => ErrorReason::NotPermitted,
+                "too_many_sessions" => ErrorReason::TooManySessions,
+                "too_many_pending" => ErrorReason::TooManyPending,
                 "turn_in_progress" => ErrorReason::TurnInProgress,
                 other => ErrorReason::Other(other.to_owned()),
             },

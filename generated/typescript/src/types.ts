@@ -91,6 +91,16 @@ export type ErrorReason =
    */
   | "not_permitted"
   /**
+   * -32011: `session/new`, or a resume that would load a session, when the agent already holds
+   * `policy.maxLiveSessions` live sessions (R-LIMIT-1).
+   */
+  | "too_many_sessions"
+  /**
+   * -32011: an inject, or a prompt that would be held, when the session already holds
+   * `policy.maxPending` waiting messages (R-LIMIT-1).
+   */
+  | "too_many_pending"
+  /**
    * -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress;
    * the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2).
    * Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle.

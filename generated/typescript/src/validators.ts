@@ -11,7 +11,7 @@ import type * as T from "./types.js";
 export const RequestId$: d.Decoder<T.RequestId> = d.anyOf("`RequestId`", [d.nullValue, d.integer(), d.string()]);
 
 /** The known values of `ErrorReason`. */
-export const ErrorReasonValues = ["session_not_found", "unknown_message_id", "already_delivered", "no_running_turn", "mode_not_supported", "replace_not_supported", "not_permitted", "turn_in_progress"] as const;
+export const ErrorReasonValues = ["session_not_found", "unknown_message_id", "already_delivered", "no_running_turn", "mode_not_supported", "replace_not_supported", "not_permitted", "too_many_sessions", "too_many_pending", "turn_in_progress"] as const;
 
 export const ErrorReason$: d.Decoder<T.ErrorReason> = d.stringEnum<T.ErrorReason>("ErrorReason", ErrorReasonValues, true);
 

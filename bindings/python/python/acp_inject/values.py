@@ -395,6 +395,12 @@ class ErrorReason(OpenWireEnum):
     NOT_PERMITTED = "not_permitted"
     """`not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy."""
 
+    TOO_MANY_SESSIONS = "too_many_sessions"
+    """`too_many_sessions`: -32011: `session/new`, or a resume that would load a session, when the agent already holds `policy.maxLiveSessions` live sessions (R-LIMIT-1)."""
+
+    TOO_MANY_PENDING = "too_many_pending"
+    """`too_many_pending`: -32011: an inject, or a prompt that would be held, when the session already holds `policy.maxPending` waiting messages (R-LIMIT-1)."""
+
     TURN_IN_PROGRESS = "turn_in_progress"
     """`turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle."""
 
@@ -998,6 +1004,8 @@ class Policy(Record, frozen=True):
         clear_style: How clearing an agent message is written (C-MSG-2).
         max_line_bytes: Longer client lines are refused (-32600) before they are parsed.
         list_page_size: Sessions per `session/list` page.
+        max_live_sessions: Live sessions the agent holds at once: one more (`session/new`, or a resume that loads one) is -32011 `too_many_sessions` (R-LIMIT-1).
+        max_pending: Messages waiting in one session (pending injects and held prompts): one more is -32011 `too_many_pending` (R-LIMIT-1).
     """
 
     queue_drain: QueueDrain = QueueDrain.BATCH
@@ -1007,6 +1015,8 @@ class Policy(Record, frozen=True):
     clear_style: ClearStyle = ClearStyle.UPSERT
     max_line_bytes: int = 16777216
     list_page_size: int = 50
+    max_live_sessions: int = 10000
+    max_pending: int = 1000
 
 
 __all__.append("Policy")

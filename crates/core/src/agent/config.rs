@@ -57,7 +57,19 @@ pub struct Policy {
     pub max_line_bytes: u64,
     /// Sessions per `session/list` page.
     pub list_page_size: u64,
+    /// Live sessions held at once: one more (`session/new`, or a resume that loads one) is
+    /// -32011 `too_many_sessions` (R-LIMIT-1).
+    pub max_live_sessions: u64,
+    /// Messages waiting in one session, pending injects and held prompts together: one more
+    /// is -32011 `too_many_pending` (R-LIMIT-1).
+    pub max_pending: u64,
 }
+
+/// The default bound on live sessions.
+pub const DEFAULT_MAX_LIVE_SESSIONS: u64 = 10_000;
+
+/// The default bound on the messages waiting in one session.
+pub const DEFAULT_MAX_PENDING: u64 = 1_000;
 
 /// The default bound on remembered tombstones and delivered ids per session.
 pub const DEFAULT_REMEMBER_IDS: u64 = 4096;
@@ -96,6 +108,8 @@ impl Default for Policy {
             clear_style: ClearStyle::Upsert,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES as u64,
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
+            max_live_sessions: DEFAULT_MAX_LIVE_SESSIONS,
+            max_pending: DEFAULT_MAX_PENDING,
         }
     }
 }
@@ -199,6 +213,12 @@ impl AgentConfig {
         }
         if self.policy.max_line_bytes == 0 {
             return Err(ConfigError::Zero("maxLineBytes"));
+        }
+        if self.policy.max_live_sessions == 0 {
+            return Err(ConfigError::Zero("maxLiveSessions"));
+        }
+        if self.policy.max_pending == 0 {
+            return Err(ConfigError::Zero("maxPending"));
         }
         let loggable = self.auth.methods.iter().any(|m| matches!(m, acp_inject_wire::AuthMethod::Agent(_)));
         if self.auth.required && !loggable {

@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 pub use acp_inject_wire::PendingInject;
 pub use config::{
     AgentConfig, AgentInfo, AuthSupport, ClearStyle, ConfigError, Policy, QueueDrain, RevokeReplace, SetupSupport,
-    DEFAULT_LIST_PAGE_SIZE, DEFAULT_REMEMBER_IDS,
+    DEFAULT_LIST_PAGE_SIZE, DEFAULT_MAX_LIVE_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_REMEMBER_IDS,
 };
 pub use hosts::SESSION_HELD_ELSEWHERE;
 pub use outgoing::cancelled_outcome;
@@ -878,6 +878,27 @@ impl Agent {
             Ok(())
         } else {
             Err(ErrorObject::session_not_found(session, message_id))
+        }
+    }
+
+    /// R-LIMIT-1: `too_many_sessions` when the agent holds as many live sessions as its policy
+    /// allows.
+    fn room_for_a_session(&self) -> Result<(), ErrorObject> {
+        if u64::try_from(self.sessions.len()).unwrap_or(u64::MAX) >= self.config.policy.max_live_sessions {
+            Err(ErrorObject::reason(ErrorReason::TooManySessions, None))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// R-LIMIT-1: `too_many_pending` when a message that would wait finds the session holding
+    /// as many waiting messages as the policy allows.
+    fn room_to_wait(&self, session: &SessionId) -> Result<(), ErrorObject> {
+        let waiting = self.sessions.get(session).map_or(0, |s| s.pending.len());
+        if u64::try_from(waiting).unwrap_or(u64::MAX) >= self.config.policy.max_pending {
+            Err(ErrorObject::reason(ErrorReason::TooManyPending, None))
+        } else {
+            Ok(())
         }
     }
 

@@ -310,6 +310,7 @@ impl Agent {
         tri!(absolute("cwd", &p.cwd));
         let dirs = p.additional_directories.unwrap_or_default();
         tri!(self.check_directories(&dirs));
+        tri!(self.room_for_a_session());
         let id = loop {
             let id = SessionId(format!("sess_{}{}", self.scope, self.counters.next_session));
             if !self.sessions.contains_key(&id) && !matches!(self.store.session(&id), Ok(Some(_))) {
@@ -383,6 +384,16 @@ impl Agent {
             }
         };
         tri!(self.owned(conn, &session, None));
+        // R-LIMIT-1: a resume that would load a session needs room for it (one the agent does
+        // not know is still not found).
+        if !self.sessions.contains_key(&session) {
+            if let Err(full) = self.room_for_a_session() {
+                return match tri!(self.store.session(&session).map_err(internal)) {
+                    Some(_) => Reply::err(full),
+                    None => Reply::err(ErrorObject::session_not_found(&session, None)),
+                };
+            }
+        }
         let interrupted = tri!(self.take_over(&session));
         let record = match self.sessions.get(&session) {
             Some(s) => s.record.clone(),
@@ -461,6 +472,9 @@ impl Agent {
         if let Some(original) = tri!(self.submitted_with(&session, key)) {
             return self.retried_prompt(&session, original);
         }
+        if in_progress {
+            tri!(self.room_to_wait(&session));
+        }
         let (id, after) = self.accept(conn, &session, InjectMode::Queue, p.prompt);
         self.record_key(&session, key, &id);
         let reply = Reply::ok(&PromptResponse::new(id.clone())).then(after);
@@ -494,6 +508,9 @@ impl Agent {
         }
         if p.mode == InjectMode::Steer && !in_progress {
             return Reply::err(ErrorObject::reason(ErrorReason::NoRunningTurn, None));
+        }
+        if in_progress {
+            tri!(self.room_to_wait(&session));
         }
         self.join(conn, &session);
         let (id, after) = self.accept(conn, &session, p.mode, p.content);

@@ -1389,7 +1389,7 @@ public value class ErrorReason(
     /** Whether this version knows the value. */
     public val known: Boolean
         get() = when (value) {
-            "session_not_found", "unknown_message_id", "already_delivered", "no_running_turn", "mode_not_supported", "replace_not_supported", "not_permitted", "turn_in_progress" -> true
+            "session_not_found", "unknown_message_id", "already_delivered", "no_running_turn", "mode_not_supported", "replace_not_supported", "not_permitted", "too_many_sessions", "too_many_pending", "turn_in_progress" -> true
             else -> false
         }
 
@@ -1417,6 +1417,12 @@ public value class ErrorReason(
 
         /** `not_permitted`: -32010: an observer injects/revokes/replaces, or a non-creator revokes/replaces under the creator-only policy. */
         public val NOT_PERMITTED: ErrorReason = ErrorReason("not_permitted")
+
+        /** `too_many_sessions`: -32011: `session/new`, or a resume that would load a session, when the agent already holds `policy.maxLiveSessions` live sessions (R-LIMIT-1). */
+        public val TOO_MANY_SESSIONS: ErrorReason = ErrorReason("too_many_sessions")
+
+        /** `too_many_pending`: -32011: an inject, or a prompt that would be held, when the session already holds `policy.maxPending` waiting messages (R-LIMIT-1). */
+        public val TOO_MANY_PENDING: ErrorReason = ErrorReason("too_many_pending")
 
         /** `turn_in_progress`: -32010: an agent of an earlier draft refused a `session/prompt` while a turn was in progress; the prompt was not inserted. Agents on this toolkit hold such a prompt instead (R-PROMPT-2). Send it again with `session/inject` (mode `queue` or `steer`) or after the session is idle. */
         public val TURN_IN_PROGRESS: ErrorReason = ErrorReason("turn_in_progress")
@@ -3311,6 +3317,10 @@ public data class Policy(
     public val maxLineBytes: Long = 16777216L,
     /** Sessions per `session/list` page. */
     public val listPageSize: Long = 50L,
+    /** Live sessions the agent holds at once: one more (`session/new`, or a resume that loads one) is -32011 `too_many_sessions` (R-LIMIT-1). */
+    public val maxLiveSessions: Long = 10000L,
+    /** Messages waiting in one session (pending injects and held prompts): one more is -32011 `too_many_pending` (R-LIMIT-1). */
+    public val maxPending: Long = 1000L,
 )
 
 internal object PolicyCodec : ValueCodec<Policy>() {
@@ -3328,6 +3338,8 @@ internal object PolicyCodec : ValueCodec<Policy>() {
         var f4: ClearStyle = ClearStyle.UPSERT
         var f5: Long = 16777216L
         var f6: Long = 50L
+        var f7: Long = 10000L
+        var f8: Long = 1000L
         for (i in 0 until n) {
             when (val key = r.key()) {
                 "queue_drain" -> f0 = r.field(key) { QueueDrainCodec.read(r) }
@@ -3337,6 +3349,8 @@ internal object PolicyCodec : ValueCodec<Policy>() {
                 "clear_style" -> f4 = r.field(key) { ClearStyleCodec.read(r) }
                 "max_line_bytes" -> f5 = r.field(key) { r.u64() }
                 "list_page_size" -> f6 = r.field(key) { r.u64() }
+                "max_live_sessions" -> f7 = r.field(key) { r.u64() }
+                "max_pending" -> f8 = r.field(key) { r.u64() }
                 else -> throw DecodeException.unknownField(TAG, key)
             }
         }
@@ -3348,11 +3362,13 @@ internal object PolicyCodec : ValueCodec<Policy>() {
             clearStyle = f4,
             maxLineBytes = f5,
             listPageSize = f6,
+            maxLiveSessions = f7,
+            maxPending = f8,
         )
     }
 
     override fun write(w: ValueWriter, value: Policy) {
-        w.map(7)
+        w.map(9)
         w.key("queue_drain")
         QueueDrainCodec.write(w, value.queueDrain)
         w.key("steer_in_stream")
@@ -3367,6 +3383,10 @@ internal object PolicyCodec : ValueCodec<Policy>() {
         w.long(value.maxLineBytes)
         w.key("list_page_size")
         w.long(value.listPageSize)
+        w.key("max_live_sessions")
+        w.long(value.maxLiveSessions)
+        w.key("max_pending")
+        w.long(value.maxPending)
     }
 }
 

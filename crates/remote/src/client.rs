@@ -97,8 +97,10 @@ impl Endpoint {
     /// with replay, and sends again the calls whose answers were lost where that cannot do
     /// anything twice (keyed prompts and injects, list, status, close, resume); other such
     /// calls fail with an error saying they may or may not have taken effect. After about
-    /// 12 s of failed attempts, or when the agent refuses the new connection, the connection
-    /// ends. With `false`, a cut ends the connection at once. Streamable HTTP connections
+    /// 12 s of failed attempts, when the agent refuses the new connection, or when three new
+    /// connections in a row fail again within 10 s of being made (a cause that comes back
+    /// with every socket), the connection ends. With `false`, a cut ends the connection at
+    /// once. Streamable HTTP connections
     /// outlive their TCP connections either way.
     #[must_use]
     pub fn rejoin(mut self, rejoin: bool) -> Endpoint {

@@ -17,6 +17,9 @@
 //!    `session/status`, `session/close` and `session/resume`. Any other such request is
 //!    answered here with an error saying it may or may not have taken effect.
 //!
+//! Three new sockets in a row that fail again within 10 s of being made end the connection: a
+//! cause that comes back with every socket is not a network that comes and goes.
+//!
 //! Version 1 connections are not rejoined (version 1 has no resume with replay here): a cut
 //! ends them, as before.
 
@@ -47,6 +50,12 @@ const REJOIN_PAUSES: [Duration; 5] = [
 /// How long one answer may take while rejoining (to `initialize`, to each resume).
 const REJOIN_ANSWER: Duration = Duration::from_secs(15);
 
+/// A socket that fails this soon after it was made again counts as a failed rejoin; after
+/// [`QUICK_FAILURES`] in a row the connection ends (a cause that comes back with every socket,
+/// rather than a network that comes and goes).
+const QUICK: Duration = Duration::from_secs(10);
+const QUICK_FAILURES: u32 = 3;
+
 /// The prefix of the ids of the bridge's own requests (the client connection's are numbers).
 const OWN_ID: &str = "acp-inject/rejoin-";
 
@@ -68,6 +77,9 @@ pub(crate) async fn bridge(endpoint: Endpoint, socket: Socket, pipe: DuplexStrea
     let mut partial = Vec::new();
     let mut recall = Recall::default();
     let mut socket = socket;
+    // When the last rejoin succeeded, and how many in a row failed again at once.
+    let mut rejoined: Option<tokio::time::Instant> = None;
+    let mut quick_failures = 0;
     loop {
         let why = match pump(&mut socket, &mut reader, &mut partial, &app, &mut recall, limit).await {
             Stop::App => {
@@ -75,13 +87,21 @@ pub(crate) async fn bridge(endpoint: Endpoint, socket: Socket, pipe: DuplexStrea
                 return;
             }
             Stop::Final(why) => why,
-            Stop::Cut(why) if rejoin && recall.rejoinable() => match recall.rejoin(&endpoint, &app).await {
-                Ok(next) => {
-                    socket = next;
-                    continue;
+            Stop::Cut(why) if rejoin && recall.rejoinable() => {
+                quick_failures = if rejoined.is_some_and(|at| at.elapsed() < QUICK) { quick_failures + 1 } else { 0 };
+                if quick_failures >= QUICK_FAILURES {
+                    format!("{why} (again right after each of {QUICK_FAILURES} new connections)")
+                } else {
+                    match recall.rejoin(&endpoint, &app).await {
+                        Ok(next) => {
+                            socket = next;
+                            rejoined = Some(tokio::time::Instant::now());
+                            continue;
+                        }
+                        Err(again) => format!("{why}; connecting again failed: {again}"),
+                    }
                 }
-                Err(again) => format!("{why}; connecting again failed: {again}"),
-            },
+            }
             Stop::Cut(why) => why,
         };
         let _ = socket.close(None).await;

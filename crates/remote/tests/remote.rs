@@ -1314,3 +1314,105 @@ async fn sockets_are_counted_and_an_idle_one_is_closed() {
     conn.close().await;
     server.shutdown().await;
 }
+
+/// A session with 100 MB of history, more than a connection may have waiting
+/// (`max_buffered_bytes`, 64 MiB), is resumed with replay over WebSocket: the replay is one
+/// batch, queued whole and written at the client's pace; the client gets every message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_replays_a_history_larger_than_the_output_limit() {
+    const MESSAGES: usize = 100;
+    const BYTES: usize = 1 << 20;
+    let server = AgentServer::new(Arc::new(Streamer { chunks: 0 }), ServeOptions { config: config(), store: None }).unwrap();
+    let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions::default()).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(listener.serve(std::future::pending()));
+    let url = format!("ws://{addr}/acp");
+    let writer = Endpoint::new(&url).connect(ConnectOptions::default()).await.unwrap();
+    let s = writer.new_session("/tmp", vec![], vec![]).await.unwrap();
+    for i in 0..MESSAGES {
+        let mut body = format!("{i:03}:");
+        body.push_str(&"x".repeat(BYTES - body.len()));
+        s.prompt(text(&body)).await.unwrap();
+        until(&s, "the turn's end", |snap| {
+            snap.state == TurnState::Idle
+                && snap.transcript.iter().filter(|e| e.role == acp_inject_core::client::MessageRole::User).count() == i + 1
+        })
+        .await;
+    }
+    let id = s.id().clone();
+    writer.close().await;
+    assert!(MESSAGES * BYTES > acp_inject_remote::Limits::default().max_buffered_bytes);
+
+    let reader = Endpoint::new(&url).connect(ConnectOptions::default()).await.unwrap();
+    let resumed = tokio::time::timeout(Duration::from_secs(120), reader.resume(&id, "/tmp", true))
+        .await
+        .expect("the replay arrives")
+        .expect("the resume succeeds");
+    let snap = resumed.snapshot().unwrap();
+    let users: Vec<String> =
+        snap.transcript.iter().filter(|e| e.role == acp_inject_core::client::MessageRole::User).map(|e| text_of(&e.content)).collect();
+    assert_eq!(users.len(), MESSAGES);
+    assert!(
+        users.iter().enumerate().all(|(i, u)| u.len() == BYTES && u.starts_with(&format!("{i:03}:"))),
+        "every message whole, in order"
+    );
+    reader.close().await;
+    server.shutdown().await;
+}
+
+/// A WebSocket that fails again right after every new connection (the cause comes back with
+/// each socket, not a network that comes and goes): the client stops trying after three such
+/// rejoins and ends the connection, rather than connecting forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_that_fails_after_every_rejoin_ends_the_connection() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    // An agent that answers `initialize` and `session/new`, and drops each socket 200 ms
+    // after its `initialize`.
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else { return };
+                let deadline = tokio::time::sleep(Duration::from_secs(3600));
+                tokio::pin!(deadline);
+                loop {
+                    tokio::select! {
+                        m = ws.next() => {
+                            let Some(Ok(Message::Text(t))) = m else { return };
+                            let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+                            let result = match v["method"].as_str() {
+                                Some("initialize") => {
+                                    deadline.as_mut().reset(tokio::time::Instant::now() + Duration::from_millis(200));
+                                    serde_json::json!({"protocolVersion": 2, "info": {"name": "flaky", "version": "1"}, "capabilities": {}})
+                                }
+                                Some("session/new") => serde_json::json!({"sessionId": "s1"}),
+                                _ => serde_json::json!({}),
+                            };
+                            let answer = serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "result": result});
+                            if ws.send(Message::Text(answer.to_string().into())).await.is_err() { return }
+                        }
+                        () = &mut deadline => return,
+                    }
+                }
+            });
+        }
+    });
+    let conn = Endpoint::new(format!("ws://{addr}/acp")).connect(ConnectOptions::default()).await.unwrap();
+    let s = conn.new_session("/tmp", vec![], vec![]).await.unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Err(e) = s.next_events().await {
+                return e;
+            }
+        }
+    })
+    .await
+    .expect("the connection ends");
+    assert!(ended.to_string().contains("right after each of 3 new connections"), "{ended}");
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 4, "the first socket and three rejoins");
+}

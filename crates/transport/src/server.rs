@@ -216,17 +216,24 @@ impl Server {
         };
         let mut actions = Vec::new();
         let mut outboxes = lock(&self.outboxes);
+        // A batch is one request's or one event's lines: queued whole when the connection was
+        // within its limit as the batch began, so a replay larger than the limit (a resume of a
+        // long session) goes out, drained by the writer at the client's pace; a connection
+        // still over its limit when the next batch comes is too far behind.
+        let mut began_within: HashMap<ConnId, bool> = HashMap::new();
         for o in outputs {
             match o {
                 Output::Line { to, line } => {
                     for conn in &to {
                         let Some(outbox) = outboxes.get(conn) else { continue };
                         let state = &outbox.state;
-                        let queued = state.queued.fetch_add(line.len(), Ordering::Relaxed) + line.len();
-                        if queued > state.limit || outbox.tx.send(line.clone()).is_err() {
+                        let within =
+                            *began_within.entry(conn.clone()).or_insert_with(|| state.queued.load(Ordering::Relaxed) <= state.limit);
+                        state.queued.fetch_add(line.len(), Ordering::Relaxed);
+                        if !within || outbox.tx.send(line.clone()).is_err() {
                             // Too far behind (or gone): drop the connection; its client resumes
                             // the session on a new one and the core replays what it missed.
-                            state.overflowed.store(queued > state.limit, Ordering::Relaxed);
+                            state.overflowed.store(!within, Ordering::Relaxed);
                             outboxes.remove(conn);
                         }
                     }
@@ -792,10 +799,11 @@ impl AgentServer {
 
     /// Attaches a client connection under `id` (unique among the connected ones), for a host
     /// that serves many clients at once (a network listener) or moves bytes itself: feed what
-    /// the client sends to the returned [`ClientLink`] and write the [`Lines`] to it. Lines
-    /// queued for the client past `max_queued_bytes` drop the connection instead of growing
-    /// (the client resumes its sessions on a new one). The first connection also ends the
-    /// turns a previous process left running.
+    /// the client sends to the returned [`ClientLink`] and write the [`Lines`] to it. A batch of
+    /// lines (what one request or event produced, a resume's replay included) that finds the
+    /// client within `max_queued_bytes` is queued whole; one that finds it past the limit drops
+    /// the connection instead of growing (the client resumes its sessions on a new one). The
+    /// first connection also ends the turns a previous process left running.
     pub fn connect(&self, id: ConnId, max_queued_bytes: usize) -> (ClientLink, Lines) {
         self.connect_as(id, max_queued_bytes, None)
     }

@@ -136,6 +136,52 @@ pub mod fuzzing {
     pub fn as_line(text: &str) -> Option<String> {
         crate::client::as_line(text)
     }
+
+    /// The listener's request handling in process, for the server fuzz target: a request goes
+    /// through the same `/acp` endpoint as one from the network (authentication, CORS, routing,
+    /// connections, streams), without a socket.
+    pub struct Server {
+        runtime: tokio::runtime::Runtime,
+        service: hyper_util::service::TowerToHyperService<axum::Router>,
+    }
+
+    impl Server {
+        /// A listener for an agent around `agent` (default configuration, sessions in memory)
+        /// with `options`, bound (as far as `Host` checks go) to loopback or not.
+        pub fn new(
+            agent: std::sync::Arc<dyn acp_inject_transport::AgentRuntime>,
+            options: crate::ListenOptions,
+            loopback: bool,
+        ) -> Server {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+            let agent = {
+                let _inside = runtime.enter();
+                let serve = acp_inject_transport::ServeOptions { config: Default::default(), store: None };
+                acp_inject_transport::AgentServer::new(agent, serve).expect("the default configuration")
+            };
+            let shared = crate::server::Shared::new(agent, options, loopback);
+            Server { runtime, service: hyper_util::service::TowerToHyperService::new(crate::server::endpoint_router(&shared)) }
+        }
+
+        /// The status of the answer to one request (its body is not read: a stream's never
+        /// ends); `None` when the request cannot be built (a bad method, header or URI).
+        pub fn request(&self, method: &[u8], uri: &str, headers: &[(Vec<u8>, Vec<u8>)], body: Vec<u8>) -> Option<u16> {
+            use hyper::service::Service;
+            let mut request = axum::http::Request::builder().method(method).uri(uri);
+            for (name, value) in headers {
+                request = request.header(name.as_slice(), value.as_slice());
+            }
+            let request = request.body(axum::body::Body::from(body)).ok()?;
+            let answer = self
+                .runtime
+                .block_on(async { tokio::time::timeout(std::time::Duration::from_secs(5), self.service.call(request)).await });
+            match answer {
+                Ok(Ok(response)) => Some(response.status().as_u16()),
+                Ok(Err(never)) => match never {},
+                Err(_) => panic!("a request went unanswered for 5 s"),
+            }
+        }
+    }
 }
 
 /// The header that names a connection (returned by `initialize` and on the WebSocket `101`).

@@ -87,15 +87,15 @@ pub async fn listen(agent: AgentServer, addr: &str, options: ListenOptions) -> R
     }
     let tcp = TcpListener::bind(&resolved[..]).await.map_err(bind_error)?;
     let loopback_only = resolved.iter().all(|a| a.ip().is_loopback());
-    let shared = Arc::new(Shared {
-        agent,
-        options,
-        loopback_only,
-        conns: Mutex::new(HashMap::new()),
-        live: AtomicUsize::new(0),
-        stopping: CancellationToken::new(),
-    });
-    Ok(Listener { tcp, shared })
+    Ok(Listener { tcp, shared: Shared::new(agent, options, loopback_only) })
+}
+
+/// The `/acp` endpoint: every request of every connection goes through it.
+pub(crate) fn endpoint_router(shared: &Arc<Shared>) -> Router {
+    Router::new()
+        .route("/acp", any(endpoint))
+        .layer(DefaultBodyLimit::max(shared.options.limits.max_message_bytes))
+        .with_state(Arc::clone(shared))
 }
 
 impl Listener {
@@ -117,10 +117,7 @@ impl Listener {
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<(), RemoteError> {
         let shared = Arc::clone(&self.shared);
         let reaper = tokio::spawn(reap_idle(Arc::clone(&shared)));
-        let app = Router::new()
-            .route("/acp", any(endpoint))
-            .layer(DefaultBodyLimit::max(shared.options.limits.max_message_bytes))
-            .with_state(Arc::clone(&shared));
+        let app = endpoint_router(&shared);
         // hyper's own builder rather than `axum::serve`, for TLS: HTTP/1.1 and HTTP/2 on one
         // port (by ALPN with TLS, by the connection preface without), upgrades (WebSocket,
         // also over HTTP/2's extended CONNECT), and a graceful end.
@@ -430,7 +427,7 @@ impl HttpConn {
     }
 }
 
-struct Shared {
+pub(crate) struct Shared {
     agent: AgentServer,
     options: ListenOptions,
     /// Bound to loopback addresses only: requests must name a loopback host (`Host`), so a
@@ -444,6 +441,17 @@ struct Shared {
 }
 
 impl Shared {
+    pub(crate) fn new(agent: AgentServer, options: ListenOptions, loopback_only: bool) -> Arc<Shared> {
+        Arc::new(Shared {
+            agent,
+            options,
+            loopback_only,
+            conns: Mutex::new(HashMap::new()),
+            live: AtomicUsize::new(0),
+            stopping: CancellationToken::new(),
+        })
+    }
+
     /// The connection a request names, when it speaks for the connection's principal (another
     /// principal's connection is answered as an unknown one); `Err` is the status and text to
     /// answer.

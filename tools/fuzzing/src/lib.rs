@@ -30,8 +30,8 @@ use acp_inject_tool_support::{root, Error};
 /// the harness's own), so tracing compares cost a third of every execution and guided nothing.
 const OPERATION_TARGETS: (&[&str], u64) = (&["agent_ops", "resume_replay"], 512);
 
-pub const TARGETS: [&str; 7] =
-    ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay", "remote_framing"];
+pub const TARGETS: [&str; 8] =
+    ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay", "remote_framing", "server_requests"];
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
@@ -124,6 +124,22 @@ fn seed() -> Result<(), Error> {
                 .concat();
         write(&corpus.join("remote_framing"), &sse)?;
     }
+    // The listener's other requests: a session stream resumed from an event id, a DELETE, a
+    // browser's preflight, a WebSocket upgrade, a request without the token.
+    let requests: [(u8, u8, &[u8]); 5] = [
+        (0, 0b011, b"accept: text/event-stream\nacp-connection-id: c1\nacp-session-id: s1\nlast-event-id: 3\n\n"),
+        (2, 0b011, b"acp-connection-id: c1\n\n"),
+        (3, 0b010, b"origin: https://app.example\naccess-control-request-method: POST\n\n"),
+        (
+            0,
+            0b011,
+            b"upgrade: websocket\nconnection: upgrade\nsec-websocket-version: 13\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\n\n",
+        ),
+        (1, 0b110, b"accept: application/json\n\n{}"),
+    ];
+    for (method, flags, rest) in requests {
+        write(&corpus.join("server_requests"), &[&[method, flags][..], rest].concat())?;
+    }
     // Every vector's conversation, as the lines each side receives.
     for f in json_files(&root.join("spec/vectors")) {
         let v = read_json(&f)?;
@@ -143,6 +159,12 @@ fn seed() -> Result<(), Error> {
             .collect();
         if !client_lines.is_empty() {
             write(&corpus.join("agent_line"), client_lines.join("\n").as_bytes())?;
+        }
+        // The listener: each client line as an authorized JSON POST (method 1, flags: the
+        // token, `/acp`, the content type), naming a session and a connection.
+        for line in &client_lines {
+            let head = b"accept: application/json, text/event-stream\nacp-session-id: s1\nacp-connection-id: c1\n\n";
+            write(&corpus.join("server_requests"), &[&[1u8, 0b111][..], head, line.as_bytes()].concat())?;
         }
         if !agent_lines.is_empty() {
             // The first byte is the chunk size the target cuts the stream into.

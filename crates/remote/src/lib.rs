@@ -207,8 +207,9 @@ pub struct Limits {
     pub max_sessions_per_connection: usize,
     /// Bytes waiting for one client to read them: the connection is ended. One batch (what a
     /// request or an event produced: a resume's replay, say) that begins within the limit is
-    /// queued whole, so a WebSocket client can resume a session whose history is larger; a
-    /// client still over the limit when the next batch comes is too far behind.
+    /// queued whole, so a client can resume a session whose history is larger (over WebSocket
+    /// and Streamable HTTP alike); a client still over the limit when the next batch comes is
+    /// too far behind.
     pub max_buffered_bytes: usize,
     /// Bytes of events already written to a Streamable HTTP stream that it keeps, so a client
     /// whose stream died reconnects with `Last-Event-ID` and gets what it may have missed;

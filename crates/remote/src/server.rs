@@ -400,7 +400,8 @@ impl HttpConn {
         }
     }
 
-    /// Routes one line of the core's to its stream. `Err` when a limit was passed.
+    /// Routes one line of the core's to its stream (counted in [`HttpConn::buffered`], which
+    /// [`router`] checks). `Err` when a limit was passed.
     fn route_line(&self, line: String, limits: &Limits) -> Result<(), &'static str> {
         let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
         let mut routing = lock(&self.routing);
@@ -409,10 +410,7 @@ impl HttpConn {
         } else {
             envelope.params_session.map_or(Route::Connection, Route::Session)
         };
-        let queued = self.buffered.fetch_add(line.len(), Ordering::Relaxed) + line.len();
-        if queued > limits.max_buffered_bytes {
-            return Err("the client read its streams too slowly (max_buffered_bytes)");
-        }
+        self.buffered.fetch_add(line.len(), Ordering::Relaxed);
         let mailbox = match to {
             Route::Connection => &routing.connection,
             Route::Session(session) => {
@@ -752,7 +750,8 @@ async fn initialize(shared: Arc<Shared>, principal: Option<String>, envelope: En
 
 /// Moves the core's lines for one HTTP connection to its streams until either ends.
 async fn router(shared: Arc<Shared>, conn: Arc<HttpConn>, mut lines: Lines) {
-    loop {
+    let limits = &shared.options.limits;
+    'routing: loop {
         let line = tokio::select! {
             line = lines.next() => line,
             () = conn.ended.cancelled() => None,
@@ -760,9 +759,23 @@ async fn router(shared: Arc<Shared>, conn: Arc<HttpConn>, mut lines: Lines) {
         let Some(line) = line else {
             break;
         };
-        if let Err(reason) = conn.route_line(line, &shared.options.limits) {
-            eprintln!("acp-inject-remote: closing connection {}: {reason}", conn.id);
+        // What the core queued together (a resume's replay, say) goes to the streams whole
+        // when the connection was within `max_buffered_bytes` as it came, as over WebSocket;
+        // a connection still over it when more comes reads too slowly.
+        if conn.buffered.load(Ordering::Relaxed) > limits.max_buffered_bytes {
+            eprintln!(
+                "acp-inject-remote: closing connection {}: the client read its streams too slowly (max_buffered_bytes)",
+                conn.id
+            );
             break;
+        }
+        let mut next = Some(line);
+        while let Some(line) = next {
+            if let Err(reason) = conn.route_line(line, limits) {
+                eprintln!("acp-inject-remote: closing connection {}: {reason}", conn.id);
+                break 'routing;
+            }
+            next = lines.try_next();
         }
     }
     shared.remove(&conn.id);

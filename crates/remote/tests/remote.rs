@@ -1316,8 +1316,9 @@ async fn sockets_are_counted_and_an_idle_one_is_closed() {
 }
 
 /// A session with 100 MB of history, more than a connection may have waiting
-/// (`max_buffered_bytes`, 64 MiB), is resumed with replay over WebSocket: the replay is one
-/// batch, queued whole and written at the client's pace; the client gets every message.
+/// (`max_buffered_bytes`, 64 MiB), is resumed with replay over WebSocket and over Streamable
+/// HTTP: the replay is one batch, queued whole and written at the client's pace; the client
+/// gets every message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_replays_a_history_larger_than_the_output_limit() {
     const MESSAGES: usize = 100;
@@ -1343,20 +1344,26 @@ async fn a_resume_replays_a_history_larger_than_the_output_limit() {
     writer.close().await;
     assert!(MESSAGES * BYTES > acp_inject_remote::Limits::default().max_buffered_bytes);
 
-    let reader = Endpoint::new(&url).connect(ConnectOptions::default()).await.unwrap();
-    let resumed = tokio::time::timeout(Duration::from_secs(120), reader.resume(&id, "/tmp", true))
-        .await
-        .expect("the replay arrives")
-        .expect("the resume succeeds");
-    let snap = resumed.snapshot().unwrap();
-    let users: Vec<String> =
-        snap.transcript.iter().filter(|e| e.role == acp_inject_core::client::MessageRole::User).map(|e| text_of(&e.content)).collect();
-    assert_eq!(users.len(), MESSAGES);
-    assert!(
-        users.iter().enumerate().all(|(i, u)| u.len() == BYTES && u.starts_with(&format!("{i:03}:"))),
-        "every message whole, in order"
-    );
-    reader.close().await;
+    for url in [url.clone(), format!("http://{addr}/acp")] {
+        let reader = Endpoint::new(&url).connect(ConnectOptions::default()).await.unwrap();
+        let resumed = tokio::time::timeout(Duration::from_secs(120), reader.resume(&id, "/tmp", true))
+            .await
+            .expect("the replay arrives")
+            .expect("the resume succeeds");
+        let snap = resumed.snapshot().unwrap();
+        let users: Vec<String> = snap
+            .transcript
+            .iter()
+            .filter(|e| e.role == acp_inject_core::client::MessageRole::User)
+            .map(|e| text_of(&e.content))
+            .collect();
+        assert_eq!(users.len(), MESSAGES, "{url}");
+        assert!(
+            users.iter().enumerate().all(|(i, u)| u.len() == BYTES && u.starts_with(&format!("{i:03}:"))),
+            "{url}: every message whole, in order"
+        );
+        reader.close().await;
+    }
     server.shutdown().await;
 }
 

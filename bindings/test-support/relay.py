@@ -18,7 +18,9 @@ connection to ``HOST:PORT``. Reads commands on stdin, one per line:
   answer to that POST. On a WebSocket (its frames read here) the socket is reset when the
   agent's answer to that request comes, before a byte of it reaches the client. Answers
   ``armed``;
-- ``answers-cut`` answers ``cut N``: how many answers were cut off so far.
+- ``answers-cut`` answers ``cut N``: how many answers were cut off so far, once a cut armed
+  and matched is carried out (over Streamable HTTP the answer itself travels on the session's
+  stream and may reach the client before the POST's connection is cut; up to 5 s).
 
 Exits when stdin ends. Standard library only (the Swift tests run it in their chroot).
 """
@@ -85,6 +87,8 @@ async def main(target: str) -> None:
     links: Set[Link] = set()
     armed: List[Optional[str]] = [None]
     answers_cut = [0]
+    # Cuts matched to a request and not carried out yet.
+    cuts_due = [0]
 
     async def up(reader: asyncio.StreamReader, link: Link) -> None:
         try:
@@ -95,6 +99,7 @@ async def main(target: str) -> None:
                     for opcode, payload in frames(link.up_frames):
                         if opcode == 1 and armed[0] is not None and armed[0] in payload.decode("utf-8", "replace").lower():
                             armed[0] = None
+                            cuts_due[0] += 1
                             link.doomed = (True, message(payload).get("id"))
                 elif text.startswith("get ") and "upgrade: websocket" in text:
                     link.websocket = True
@@ -105,6 +110,7 @@ async def main(target: str) -> None:
                         link.session = text.split("acp-session-id: ", 1)[1].split("\r\n", 1)[0].strip()
                     if armed[0] is not None and armed[0] in text:
                         armed[0] = None
+                        cuts_due[0] += 1
                         link.cut_answer = True
                 if link.silenced:
                     continue
@@ -134,6 +140,7 @@ async def main(target: str) -> None:
                         answer = message(payload) if doomed and opcode == 1 else {}
                         if "id" in answer and "method" not in answer and answer["id"] == id_:
                             answers_cut[0] += 1
+                            cuts_due[0] -= 1
                             link.inbound.transport.abort()
                             link.outbound.transport.abort()
                             return
@@ -141,6 +148,7 @@ async def main(target: str) -> None:
                     # The answer to the armed request: the connection breaks before a byte of
                     # it reaches the client.
                     answers_cut[0] += 1
+                    cuts_due[0] -= 1
                     link.inbound.transport.abort()
                     link.outbound.transport.abort()
                     return
@@ -189,6 +197,10 @@ async def main(target: str) -> None:
             armed[0] = f'"method":"{command[1]}"'.lower()
             print("armed", flush=True)
         elif command == ["answers-cut"]:
+            for _ in range(500):
+                if cuts_due[0] <= 0:
+                    break
+                await asyncio.sleep(0.01)
             print(f"cut {answers_cut[0]}", flush=True)
     server.close()
 

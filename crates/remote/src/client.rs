@@ -442,8 +442,7 @@ impl HttpBridge {
         // anything twice: a keyed prompt or inject (the agent answers a retry with the
         // original id and never accepts it twice: R-IDEM-2; the same key on every attempt,
         // C-IDEM-1), or a read, close or resume. Any other request fails alone, saying so.
-        let again = envelope.is_request() && envelope.method.as_deref().is_some_and(|m| safe_again(m, line));
-        if sent.is_err() && again {
+        if sent.is_err() && envelope.is_request() && envelope.method.as_deref().is_some_and(|m| safe_again(m, line)) {
             for pause in RETRY_PAUSES {
                 tokio::time::sleep(pause).await;
                 sent = post().send().await;

@@ -194,10 +194,16 @@ struct Flight {
     method: String,
     /// `params.sessionId`.
     session: Option<String>,
-    /// The line, when it may go again or names a session's setup; `None` otherwise.
+    /// The line, for a method that may go again or names a session's setup; `None` otherwise.
     line: Option<String>,
-    /// It can go again without doing anything twice.
-    again: bool,
+}
+
+impl Flight {
+    /// It can go again without doing anything twice (decided only when it must, at a rejoin:
+    /// a prompt's line is not parsed a second time on the way out).
+    fn again(&self) -> bool {
+        self.line.as_deref().is_some_and(|line| crate::client::safe_again(&self.method, line))
+    }
 }
 
 /// What a new socket needs to stand where the old one stood.
@@ -226,17 +232,30 @@ impl Recall {
         if method == methods::INITIALIZE && self.init.is_none() {
             self.init = Some(line.to_owned());
         }
-        let again = crate::client::safe_again(&method, line);
-        let setup = matches!(method.as_str(), methods::SESSION_NEW | methods::SESSION_RESUME | "session/fork");
+        let kept = matches!(
+            method.as_str(),
+            methods::SESSION_PROMPT
+                | methods::SESSION_INJECT
+                | methods::SESSION_LIST
+                | methods::SESSION_STATUS
+                | methods::SESSION_CLOSE
+                | methods::SESSION_RESUME
+                | methods::SESSION_NEW
+                | "session/fork"
+        );
         self.seq += 1;
-        let flight =
-            Flight { seq: self.seq, method, session: e.params_session, line: (again || setup).then(|| line.to_owned()), again };
+        let flight = Flight { seq: self.seq, method, session: e.params_session, line: kept.then(|| line.to_owned()) };
         self.flights.insert(id, flight);
     }
 
     /// Notes a line the agent sent: an answer settles a flight, and may open or close a
     /// session or say the version.
     pub(crate) fn received(&mut self, line: &str) {
+        // Only an answer to a flight matters: with none waiting, the agent's stream of updates
+        // is not read here at all.
+        if self.flights.is_empty() {
+            return;
+        }
         let Some(e) = route::envelope(line.as_bytes()) else { return };
         if !e.is_response() {
             return;
@@ -316,7 +335,7 @@ impl Recall {
         let mut lost: Vec<(String, Flight)> = self.flights.drain().collect();
         lost.sort_by_key(|(_, f)| f.seq);
         for (id, flight) in lost {
-            match (&flight.line, flight.again) {
+            match (&flight.line, flight.again()) {
                 (Some(line), true) => {
                     let sent = socket.send(Message::Text(line.clone().into())).await;
                     self.flights.insert(id, flight);
@@ -449,7 +468,7 @@ mod tests {
         r.sent(r#"{"jsonrpc":"2.0","id":8,"method":"session/status","params":{"sessionId":"s1"}}"#);
         r.sent(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#);
         r.received(r#"{"jsonrpc":"2.0","id":"5","result":{}}"#);
-        let mut again: Vec<(&str, bool)> = r.flights.iter().map(|(id, f)| (id.as_str(), f.again)).collect();
+        let mut again: Vec<(&str, bool)> = r.flights.iter().map(|(id, f)| (id.as_str(), f.again())).collect();
         again.sort_unstable();
         assert_eq!(again, [("5", true), ("6", false), ("7", false), ("8", true)], "\"5\" is not 5; a notification is no flight");
     }

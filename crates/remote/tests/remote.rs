@@ -1158,10 +1158,22 @@ async fn a_cut_between_acceptance_and_answer_leaves_exactly_one_copy(scheme: &st
 
     relay.cut_answer_to("session/prompt");
     let prompt = s.prompt(text("stream")).await.expect("the prompt's call succeeds after the retry");
-    assert_eq!(relay.answers_cut(), 1, "the prompt's answer was cut off");
+    // Over Streamable HTTP the answer itself travels on the session's stream and may reach
+    // the client before the relay has cut the POST's connection: wait for the cut.
+    let cut = |n: usize| {
+        let relay = &relay;
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            while relay.answers_cut() < n && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            relay.answers_cut()
+        }
+    };
+    assert_eq!(cut(1).await, 1, "the prompt's answer was cut off");
     relay.cut_answer_to("session/inject");
     let inject = s.inject(acp_inject_core::wire::InjectMode::Queue, text("then this")).await.expect("the inject's call succeeds");
-    assert_eq!(relay.answers_cut(), 2, "the inject's answer was cut off");
+    assert_eq!(cut(2).await, 2, "the inject's answer was cut off");
 
     let done = until(&s, "both turns' ends", |snap| {
         snap.state == TurnState::Idle

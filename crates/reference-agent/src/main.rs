@@ -24,6 +24,11 @@ use acp_inject_remote::{listen, BearerToken, ListenOptions, RemoteError, TlsIden
 use acp_inject_transport::{AgentRuntime, AgentServer, ServeOptions, TurnContext, TurnEnd};
 use clap::{Parser, ValueEnum};
 
+mod heap;
+
+#[global_allocator]
+static ALLOCATOR: heap::Counting = heap::Counting;
+
 /// A scripted ACP v2 agent with session/inject, over stdio (newline-delimited JSON-RPC) or,
 /// with `--listen`, over the network (Streamable HTTP and WebSocket).
 #[derive(Parser, Debug, Clone)]
@@ -79,6 +84,12 @@ struct Options {
     /// The private key of `--tls-cert` (PEM).
     #[arg(long = "tls-key", value_name = "PEM", requires = "tls_cert")]
     tls_key: Option<std::path::PathBuf>,
+    /// With `--listen`: the process's memory budget (its heap, counted by the allocator), e.g.
+    /// `512MiB`: past it, new connections and large messages are refused with 503 (close 1013
+    /// over WebSocket) and the connections holding the most unread output are ended (their
+    /// clients resume later).
+    #[arg(long = "max-memory", value_name = "SIZE", requires = "listen", value_parser = heap::parse_size)]
+    max_memory: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -293,7 +304,11 @@ fn main() -> std::process::ExitCode {
                     }
                     _ => None,
                 };
-                let options = ListenOptions { auth, allowed_origins: opts.allow_origin.clone(), tls, ..Default::default() };
+                let mut options = ListenOptions { auth, allowed_origins: opts.allow_origin.clone(), tls, ..Default::default() };
+                if let Some(max) = opts.max_memory {
+                    options.limits.max_memory = max;
+                    options.limits.memory_gauge = Some(heap::in_use);
+                }
                 let listener = listen(server.clone(), addr, options).await.map_err(|e| match e {
                     RemoteError::Unauthenticated { .. } => {
                         format!("{e}\n(pass --token-env VAR, with the token in the environment variable VAR)").into()

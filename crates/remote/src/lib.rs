@@ -219,6 +219,15 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// How often an open stream or socket is kept alive.
     pub keepalive: Duration,
+    /// The server's memory budget, in bytes: what it holds for clients (output not yet read,
+    /// messages being handled, events kept for a reconnect) or, with [`Limits::memory_gauge`],
+    /// what that gauge reads. Past it, new connections are answered 503 (`Retry-After`), a
+    /// message of 64 KiB or more that does not fit 503 or close 1013, and a connection holding
+    /// 64 KiB or more of unread output is ended (close 1013; its client resumes later).
+    pub max_memory: usize,
+    /// The process's memory in use, measured by the host (a counting allocator, say), for
+    /// [`Limits::max_memory`] to bound the whole process rather than its buffers.
+    pub memory_gauge: Option<fn() -> usize>,
 }
 
 impl Default for Limits {
@@ -233,6 +242,8 @@ impl Default for Limits {
             replay_window_bytes: 4 * 1024 * 1024,
             idle_timeout: Duration::from_secs(300),
             keepalive: Duration::from_secs(15),
+            max_memory: 1024 * 1024 * 1024,
+            memory_gauge: None,
         }
     }
 }
@@ -249,6 +260,7 @@ impl Limits {
             ("max_buffered_bytes", self.max_buffered_bytes == 0),
             ("idle_timeout", self.idle_timeout.is_zero()),
             ("keepalive", self.keepalive.is_zero()),
+            ("max_memory", self.max_memory == 0),
         ];
         match zero.iter().find(|(_, z)| *z) {
             Some((name, _)) => Err(RemoteError::Limits(format!("{name} must be more than zero"))),

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use acp_inject_core::wire::errors::ErrorObject;
 use acp_inject_core::wire::v1::methods as v1_methods;
 use acp_inject_core::wire::{jsonrpc, methods, RequestId, SessionId};
+use acp_inject_transport::budget::{Held, MemoryBudget, SHED_ABOVE};
 use acp_inject_transport::{AgentServer, ClientLink, Lines};
 use axum::body::{Body, Bytes};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
@@ -233,6 +234,8 @@ enum Route {
 struct Mailbox {
     state: Mutex<MailboxState>,
     changed: Notify,
+    /// Every event it holds counts against the memory budget until it goes.
+    budget: Arc<MemoryBudget>,
 }
 
 #[derive(Default)]
@@ -245,20 +248,28 @@ struct MailboxState {
     written: u64,
     /// Bytes of written events still kept.
     kept_bytes: usize,
+    /// Bytes of every event held, written or not.
+    held_bytes: usize,
     /// The generation of the stream reading it (0: none).
     receiver: u64,
     generations: u64,
 }
 
 impl Mailbox {
-    fn new() -> Mailbox {
-        Mailbox { state: Mutex::new(MailboxState { next_id: 1, ..MailboxState::default() }), changed: Notify::new() }
+    fn new(budget: &Arc<MemoryBudget>) -> Mailbox {
+        Mailbox {
+            state: Mutex::new(MailboxState { next_id: 1, ..MailboxState::default() }),
+            changed: Notify::new(),
+            budget: Arc::clone(budget),
+        }
     }
 
     fn push(&self, line: String) {
         let mut state = lock(&self.state);
         let id = state.next_id;
         state.next_id += 1;
+        state.held_bytes += line.len();
+        self.budget.hold(line.len());
         state.events.push_back((id, line));
         drop(state);
         self.changed.notify_waiters();
@@ -302,8 +313,10 @@ impl Mailbox {
 
     /// The next event after `cursor` for the receiver `generation`: `Some(None)` when there is
     /// none yet, `None` once another receiver took over. A first write releases the line's
-    /// bytes from the connection's buffer, and the oldest written events beyond the window go.
+    /// bytes from the connection's buffer, and the oldest written events beyond the window go
+    /// (all of them, past the memory budget: a reconnect then resumes the session instead).
     fn next(&self, generation: u64, cursor: u64, conn: &HttpConn, window: usize) -> Option<Option<(u64, String)>> {
+        let window = if self.budget.over() { 0 } else { window };
         let mut state = lock(&self.state);
         if state.receiver != generation {
             return None;
@@ -321,6 +334,8 @@ impl Mailbox {
                 }
                 if let Some((_, gone)) = state.events.pop_front() {
                     state.kept_bytes -= gone.len();
+                    state.held_bytes -= gone.len();
+                    self.budget.release(gone.len());
                 }
             }
         }
@@ -332,6 +347,13 @@ impl Mailbox {
         if state.receiver == generation {
             state.receiver = 0;
         }
+    }
+}
+
+impl Drop for Mailbox {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        self.budget.release(state.held_bytes);
     }
 }
 
@@ -363,6 +385,8 @@ struct HttpConn {
     buffered: AtomicUsize,
     /// Open SSE streams (an idle connection has none and sends nothing).
     streams_open: AtomicUsize,
+    /// The listener's memory budget, which its mailboxes count against.
+    budget: Arc<MemoryBudget>,
     last_active: Mutex<Instant>,
     ended: CancellationToken,
 }
@@ -417,7 +441,7 @@ impl HttpConn {
                 if !routing.sessions.contains_key(&session) && !routing.make_room(limits.max_sessions_per_connection) {
                     return Err("too many sessions on one connection (max_sessions_per_connection)");
                 }
-                routing.sessions.entry(session).or_insert_with(|| Arc::new(Mailbox::new()))
+                routing.sessions.entry(session).or_insert_with(|| Arc::new(Mailbox::new(&self.budget)))
             }
         };
         mailbox.push(line);
@@ -436,11 +460,20 @@ pub(crate) struct Shared {
     live: AtomicUsize,
     /// Cancelled when the listener stops: WebSockets close, new connections are refused.
     stopping: CancellationToken,
+    /// The memory budget (`Limits::max_memory`), shared with the agent server's queues.
+    budget: Arc<MemoryBudget>,
 }
 
 impl Shared {
     pub(crate) fn new(agent: AgentServer, options: ListenOptions, loopback_only: bool) -> Arc<Shared> {
+        let limits = &options.limits;
+        let budget = match limits.memory_gauge {
+            Some(gauge) => MemoryBudget::with_gauge(limits.max_memory, gauge),
+            None => MemoryBudget::new(limits.max_memory),
+        };
+        agent.limit_memory(Arc::clone(&budget));
         Arc::new(Shared {
+            budget,
             agent,
             options,
             loopback_only,
@@ -464,13 +497,29 @@ impl Shared {
             .ok_or((StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id"))
     }
 
-    /// Takes a connection slot; `None` at the limit, or once the listener is stopping.
-    fn admit(&self) -> Option<()> {
+    /// Takes a connection slot; `Err` (the 503 to answer) at the limit, past the memory
+    /// budget, or once the listener is stopping.
+    fn admit(&self) -> Result<(), Refused> {
         if self.stopping.is_cancelled() {
-            return None;
+            return Err(Refused::Stopping);
+        }
+        if self.budget.over() {
+            return Err(Refused::OverBudget);
         }
         let max = self.options.limits.max_connections;
-        self.live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)).ok().map(|_| ())
+        match self.live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1)) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(Refused::Full),
+        }
+    }
+
+    /// Holds an incoming message's bytes while it is handled: a small one always, one of
+    /// [`SHED_ABOVE`] bytes or more only when it fits in the budget.
+    fn hold_message(&self, bytes: usize) -> Option<Option<Held>> {
+        if bytes < SHED_ABOVE {
+            return Some(None);
+        }
+        self.budget.try_hold(bytes).map(Some)
     }
 
     fn remove(&self, id: &str) {
@@ -507,6 +556,30 @@ fn text(status: StatusCode, body: &str) -> Response {
 
 /// A JSON-RPC error response (id `null`: the message was not one the core could take) as an
 /// HTTP response's body.
+/// Why a new connection was refused ([`Shared::admit`]).
+enum Refused {
+    Stopping,
+    OverBudget,
+    Full,
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        match self {
+            Refused::Stopping => text(StatusCode::SERVICE_UNAVAILABLE, "The agent is shutting down"),
+            Refused::OverBudget => over_budget(),
+            Refused::Full => text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)"),
+        }
+    }
+}
+
+/// 503 for the memory budget: the client tries again later.
+fn over_budget() -> Response {
+    let mut response = text(StatusCode::SERVICE_UNAVAILABLE, "The agent is at its memory budget (max_memory): try again later");
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
+}
+
 fn json_rpc_error(status: StatusCode, error: &ErrorObject) -> Response {
     let body = jsonrpc::error_line(&RequestId::Null, error);
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
@@ -636,6 +709,12 @@ async fn post(shared: Arc<Shared>, principal: Option<String>, headers: HeaderMap
         return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
     }
     let limits = &shared.options.limits;
+    // The body is held against the memory budget from before it is read to after it is
+    // handled (its announced length; the most a body may be when it announces none).
+    let announced = header_str(&headers, header::CONTENT_LENGTH.as_str()).and_then(|n| n.trim().parse::<usize>().ok());
+    let Some(_held) = shared.hold_message(announced.unwrap_or(limits.max_message_bytes).min(limits.max_message_bytes)) else {
+        return over_budget();
+    };
     let body = match tokio::time::timeout(limits.idle_timeout, axum::body::to_bytes(body, limits.max_message_bytes)).await {
         Ok(Ok(b)) => b,
         Ok(Err(_)) => return text(StatusCode::PAYLOAD_TOO_LARGE, "The message is larger than max_message_bytes"),
@@ -699,8 +778,8 @@ async fn post(shared: Arc<Shared>, principal: Option<String>, headers: HeaderMap
 
 /// `initialize` without a connection: a new connection, answered inline.
 async fn initialize(shared: Arc<Shared>, principal: Option<String>, envelope: Envelope, body: Bytes) -> Response {
-    if shared.admit().is_none() {
-        return text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)");
+    if let Err(refused) = shared.admit() {
+        return refused.into_response();
     }
     let id = uuid::Uuid::new_v4().to_string();
     let (link, mut lines) = shared.agent.connect_as(id.as_str().into(), shared.options.limits.max_buffered_bytes, principal.clone());
@@ -708,7 +787,12 @@ async fn initialize(shared: Arc<Shared>, principal: Option<String>, envelope: En
         id: id.clone(),
         principal,
         link,
-        routing: Mutex::new(Routing { connection: Arc::new(Mailbox::new()), sessions: HashMap::new(), answers: HashMap::new() }),
+        routing: Mutex::new(Routing {
+            connection: Arc::new(Mailbox::new(&shared.budget)),
+            sessions: HashMap::new(),
+            answers: HashMap::new(),
+        }),
+        budget: Arc::clone(&shared.budget),
         buffered: AtomicUsize::new(0),
         streams_open: AtomicUsize::new(0),
         last_active: Mutex::new(Instant::now()),
@@ -757,16 +841,24 @@ async fn router(shared: Arc<Shared>, conn: Arc<HttpConn>, mut lines: Lines) {
             () = conn.ended.cancelled() => None,
         };
         let Some(line) = line else {
+            if lines.shed() {
+                eprintln!("acp-inject-remote: closing connection {}: the agent is at its memory budget (max_memory)", conn.id);
+            }
             break;
         };
         // What the core queued together (a resume's replay, say) goes to the streams whole
         // when the connection was within `max_buffered_bytes` as it came, as over WebSocket;
         // a connection still over it when more comes reads too slowly.
-        if conn.buffered.load(Ordering::Relaxed) > limits.max_buffered_bytes {
+        let buffered = conn.buffered.load(Ordering::Relaxed);
+        if buffered > limits.max_buffered_bytes {
             eprintln!(
                 "acp-inject-remote: closing connection {}: the client read its streams too slowly (max_buffered_bytes)",
                 conn.id
             );
+            break;
+        }
+        if buffered >= SHED_ABOVE && shared.budget.over() {
+            eprintln!("acp-inject-remote: closing connection {}: the agent is at its memory budget (max_memory)", conn.id);
             break;
         }
         let mut next = Some(line);
@@ -813,7 +905,7 @@ fn stream(shared: Arc<Shared>, principal: &Option<String>, headers: &HeaderMap) 
                         return text(StatusCode::CONFLICT, "Too many sessions on this connection (max_sessions_per_connection)");
                     }
                 }
-                Arc::clone(routing.sessions.entry(session.to_owned()).or_insert_with(|| Arc::new(Mailbox::new())))
+                Arc::clone(routing.sessions.entry(session.to_owned()).or_insert_with(|| Arc::new(Mailbox::new(&shared.budget))))
             }
         }
     };
@@ -869,8 +961,8 @@ impl Drop for Attached {
 }
 
 fn upgrade(shared: Arc<Shared>, principal: Option<String>, ws: WebSocketUpgrade) -> Response {
-    if shared.admit().is_none() {
-        return text(StatusCode::SERVICE_UNAVAILABLE, "Too many connections (max_connections)");
+    if let Err(refused) = shared.admit() {
+        return refused.into_response();
     }
     let slot = Slot(Arc::clone(&shared));
     let id = uuid::Uuid::new_v4().to_string();
@@ -908,6 +1000,9 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
                 last_heard = Instant::now();
                 match frame {
                     Some(Ok(Message::Text(text))) => {
+                        let Some(_held) = shared.hold_message(text.len()) else {
+                            break Some(close(1013, "the agent is at its memory budget (max_memory): try again later"));
+                        };
                         if link.receive_message(text.as_bytes()).is_err() {
                             let why = shared.agent.stop_reason().unwrap_or_default();
                             break Some(close(1011, &format!("the agent stopped: {why}")));
@@ -929,8 +1024,13 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
             }
             line = lines.next() => match line {
                 Some(line) => {
+                    // Taken from the queue (and the budget) a bounded batch at a time: a peer
+                    // that stops reading holds the rest where the budget counts it.
+                    let mut taken = line.len();
                     let mut batch = vec![line];
-                    while let Some(more) = lines.try_next() {
+                    while taken < SHED_ABOVE {
+                        let Some(more) = lines.try_next() else { break };
+                        taken += more.len();
                         batch.push(more);
                     }
                     // A peer that stops reading stalls the write (TCP backpressure): it gets
@@ -950,6 +1050,7 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
                     }
                 }
                 None if lines.overflowed() => break Some(close(1008, "the client read too slowly (max_buffered_bytes)")),
+                None if lines.shed() => break Some(close(1013, "the agent is at its memory budget (max_memory): resume later")),
                 // The store failed, or (several hosts) another host took a session over:
                 // the client learns why, and resumes elsewhere.
                 None => match shared.agent.stop_reason() {

@@ -542,12 +542,11 @@ impl AgentRuntime for Chatty {
     }
 }
 
-/// A client that stops reading does not make the agent buffer without bound: past
-/// `max_buffered_bytes` its connection is closed (1008), and the agent goes on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_stops_reading_is_disconnected_not_buffered_for() {
+/// Opens a WebSocket session on an agent of [`Chatty`] behind `limits`, prompts, stops reading
+/// for two seconds, then reads what is there: the close code that ended it and how many
+/// messages came before. The agent still serves the session afterwards.
+async fn stop_reading(limits: Limits) -> (Option<u16>, usize) {
     let server = AgentServer::new(Arc::new(Chatty), ServeOptions { config: config(), store: None }).unwrap();
-    let limits = Limits { max_buffered_bytes: 256 * 1024, ..Default::default() };
     let listener = listen(server.clone(), "127.0.0.1:0", ListenOptions { limits, ..Default::default() }).await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(listener.serve(std::future::pending()));
@@ -588,12 +587,88 @@ async fn a_client_that_stops_reading_is_disconnected_not_buffered_for() {
     })
     .await
     .expect("the connection ends");
-    assert_eq!(code, Some(1008), "after {seen} messages");
-    assert!(seen < 200_000, "{seen}");
     // The agent is fine: another client gets the session's status.
     let conn = Endpoint::new(format!("ws://{addr}/acp")).connect(ConnectOptions::default()).await.unwrap();
     let status = conn.resume(&acp_inject_core::wire::SessionId(session), "/tmp", false).await.unwrap().status().await.unwrap();
     assert_eq!(status.status, acp_inject_core::wire::SessionStatus::Open);
+    (code, seen)
+}
+
+/// A client that stops reading does not make the agent buffer without bound: past
+/// `max_buffered_bytes` its connection is closed (1008), and the agent goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_disconnected_not_buffered_for() {
+    let (code, seen) = stop_reading(Limits { max_buffered_bytes: 256 * 1024, ..Default::default() }).await;
+    assert_eq!(code, Some(1008), "after {seen} messages");
+    assert!(seen < 200_000, "{seen}");
+}
+
+/// Past the memory budget, the connection holding unread output is shed (1013, try again
+/// later) long before its own `max_buffered_bytes`, and the agent goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_memory_budget_a_client_that_stops_reading_is_shed() {
+    let (code, seen) = stop_reading(Limits { max_memory: 512 * 1024, ..Default::default() }).await;
+    assert_eq!(code, Some(1013), "after {seen} messages");
+    assert!(seen < 200_000, "{seen}");
+}
+
+static GAUGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn gauge() -> usize {
+    GAUGE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Past the memory budget (as a host's gauge reads it), new connections and large messages
+/// are refused with 503 and `Retry-After` (close 1013 over WebSocket); small messages still
+/// pass, and once back within it all is served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_memory_budget_new_work_is_refused_and_small_messages_pass() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let limits = Limits { max_memory: 1 << 20, memory_gauge: Some(gauge), ..Default::default() };
+    let (_server, addr) = agent(Arc::new(Gated::default()), ListenOptions { limits, ..Default::default() }).await;
+    let url = format!("http://{addr}/acp");
+    let http = reqwest::Client::new();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"clientCapabilities":{},"info":{"name":"t","version":"1"}}}"#;
+    let post = |body: String| http.post(&url).header("Content-Type", "application/json").body(body);
+    let answer = post(init.to_owned()).send().await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let conn = answer.headers()["acp-connection-id"].to_str().unwrap().to_owned();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/acp")).await.unwrap();
+
+    GAUGE.store(2 << 20, std::sync::atomic::Ordering::Relaxed);
+    let refused = post(init.to_owned()).send().await.unwrap();
+    assert_eq!(refused.status().as_u16(), 503, "a new connection past the budget");
+    assert_eq!(refused.headers()["retry-after"], "5");
+    assert!(refused.text().await.unwrap().contains("max_memory"));
+    match tokio_tungstenite::connect_async(format!("ws://{addr}/acp")).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => assert_eq!(r.status().as_u16(), 503),
+        other => panic!("a WebSocket upgrade past the budget: {other:?}"),
+    }
+    // A small message on an open connection passes (a cancel, a list); a large one does not.
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"session/list","params":{}}"#.to_owned();
+    assert_eq!(post(list).header("Acp-Connection-Id", &conn).send().await.unwrap().status().as_u16(), 202);
+    let large = format!(r#"{{"jsonrpc":"2.0","method":"_note","params":{{"text":"{}"}}}}"#, "x".repeat(100_000));
+    let refused = post(large.clone()).header("Acp-Connection-Id", &conn).send().await.unwrap();
+    assert_eq!(refused.status().as_u16(), 503, "a large message past the budget");
+    assert_eq!(refused.headers()["retry-after"], "5");
+    ws.send(Message::Text(large.clone().into())).await.unwrap();
+    let code = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match ws.next().await {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => {}
+                _ => return None,
+            }
+        }
+    })
+    .await
+    .expect("the socket closes");
+    assert_eq!(code, Some(1013), "a large WebSocket message past the budget");
+
+    GAUGE.store(0, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(post(large).header("Acp-Connection-Id", &conn).send().await.unwrap().status().as_u16(), 202, "within it again");
+    assert_eq!(post(init.to_owned()).send().await.unwrap().status().as_u16(), 200);
 }
 
 /// A store that loses its lease on demand (as a shared store does when another host took a

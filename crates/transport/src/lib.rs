@@ -4,6 +4,7 @@
 //! - [`client`]: a connection to an agent — spawn its command (stderr kept and forwarded, exit
 //!   reported as an error, graceful close then kill) or use any reader/writer pair — with
 //!   async calls and a per-session stream of events, on the sans-IO client connection.
+//! - [`budget`]: the memory budget a server's connections draw from.
 //! - [`server`]: an agent server that runs the agent core over stdio (or any reader/writer
 //!   pair), with an optional durable store, around a runtime the author implements.
 //!
@@ -60,9 +61,11 @@
 
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod client;
 pub mod server;
 
+pub use budget::MemoryBudget;
 pub use client::{ConnectOptions, Connection, Notification, Session, SessionActivity, TransportError};
 pub use server::{
     serve, serve_stdio, AgentRuntime, AgentServer, ClientLink, Lines, ServeOptions, ServerError, TurnContext, TurnEnd, TurnError,

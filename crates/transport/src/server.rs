@@ -29,6 +29,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::TaskTracker;
 
+use crate::budget::{MemoryBudget, SHED_ABOVE};
+
 /// How a turn ended, as the runtime reports it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TurnEnd {
@@ -158,6 +160,10 @@ struct OutboxState {
     limit: usize,
     /// Set when the limit was passed: the connection is dropped and its queue discarded.
     overflowed: AtomicBool,
+    /// Set when the connection was dropped to bring the server back within its memory budget.
+    shed: AtomicBool,
+    /// The server's budget, which the queued bytes count against.
+    budget: Arc<MemoryBudget>,
 }
 
 /// The running server: the core, the connections to clients, the runtime.
@@ -180,6 +186,8 @@ struct Server {
     /// them before it returns, so no runtime future outlives the server (a foreign runtime's
     /// event loop may be gone by then).
     tasks: TaskTracker,
+    /// The memory budget the connections' queues count against ([`AgentServer::limit_memory`]).
+    budget: Mutex<Arc<MemoryBudget>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -220,20 +228,28 @@ impl Server {
         // within its limit as the batch began, so a replay larger than the limit (a resume of a
         // long session) goes out, drained by the writer at the client's pace; a connection
         // still over its limit when the next batch comes is too far behind.
-        let mut began_within: HashMap<ConnId, bool> = HashMap::new();
+        let mut began_within: HashMap<ConnId, Room> = HashMap::new();
         for o in outputs {
             match o {
                 Output::Line { to, line } => {
                     for conn in &to {
                         let Some(outbox) = outboxes.get(conn) else { continue };
                         let state = &outbox.state;
-                        let within =
-                            *began_within.entry(conn.clone()).or_insert_with(|| state.queued.load(Ordering::Relaxed) <= state.limit);
+                        let room = *began_within.entry(conn.clone()).or_insert_with(|| state.room());
+                        if room != Room::Within {
+                            // Too far behind, or holding much while the server is past its
+                            // memory budget: drop the connection; its client resumes the
+                            // session on a new one and the core replays what it missed.
+                            let flag = if room == Room::Behind { &state.overflowed } else { &state.shed };
+                            flag.store(true, Ordering::Relaxed);
+                            outboxes.remove(conn);
+                            continue;
+                        }
                         state.queued.fetch_add(line.len(), Ordering::Relaxed);
-                        if !within || outbox.tx.send(line.clone()).is_err() {
-                            // Too far behind (or gone): drop the connection; its client resumes
-                            // the session on a new one and the core replays what it missed.
-                            state.overflowed.store(!within, Ordering::Relaxed);
+                        state.budget.hold(line.len());
+                        if outbox.tx.send(line.clone()).is_err() {
+                            // Gone: its lines were never queued.
+                            state.taken(line.len());
                             outboxes.remove(conn);
                         }
                     }
@@ -309,7 +325,13 @@ impl Server {
     fn connect(self: &Arc<Self>, conn: &ConnId, max_queued_bytes: usize, principal: Option<String>) -> Lines {
         self.start();
         let (tx, rx) = mpsc::unbounded_channel();
-        let state = Arc::new(OutboxState { queued: AtomicUsize::new(0), limit: max_queued_bytes, overflowed: AtomicBool::new(false) });
+        let state = Arc::new(OutboxState {
+            queued: AtomicUsize::new(0),
+            limit: max_queued_bytes,
+            overflowed: AtomicBool::new(false),
+            shed: AtomicBool::new(false),
+            budget: Arc::clone(&lock(&self.budget)),
+        });
         lock(&self.outboxes).insert(conn.clone(), Outbox { tx, state: Arc::clone(&state) });
         lock(&self.agent).attach_as(conn, ConnectionRole::Controller, principal);
         Lines { rx, state }
@@ -476,32 +498,94 @@ impl std::fmt::Debug for OutboxState {
     }
 }
 
+/// Whether a connection may take a batch of lines.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Room {
+    Within,
+    /// More than its own limit behind.
+    Behind,
+    /// Holding [`SHED_ABOVE`] or more while the server is past its memory budget.
+    Shed,
+}
+
+impl OutboxState {
+    fn room(&self) -> Room {
+        let queued = self.queued.load(Ordering::Relaxed);
+        if queued > self.limit {
+            Room::Behind
+        } else if queued >= SHED_ABOVE && self.budget.over() {
+            Room::Shed
+        } else {
+            Room::Within
+        }
+    }
+
+    /// A line of `bytes` left the queue.
+    fn taken(&self, bytes: usize) {
+        self.queued.fetch_sub(bytes, Ordering::Relaxed);
+        self.budget.release(bytes);
+    }
+}
+
 impl Lines {
     /// The next line (without its newline), or `None` once the connection was dropped: it
-    /// was disconnected, the server stopped, or it fell more than its limit behind
-    /// ([`Lines::overflowed`]).
+    /// was disconnected, the server stopped, it fell more than its limit behind
+    /// ([`Lines::overflowed`]), or it was shed for the memory budget ([`Lines::shed`]).
     pub async fn next(&mut self) -> Option<String> {
-        if self.overflowed() {
+        if self.dropped() {
+            self.discard();
             return None;
         }
         let line = self.rx.recv().await?;
-        self.state.queued.fetch_sub(line.len(), Ordering::Relaxed);
+        self.state.taken(line.len());
         Some(line)
     }
 
     /// The next line if one is queued now (for batching writes).
     pub fn try_next(&mut self) -> Option<String> {
-        if self.overflowed() {
+        if self.dropped() {
+            self.discard();
             return None;
         }
         let line = self.rx.try_recv().ok()?;
-        self.state.queued.fetch_sub(line.len(), Ordering::Relaxed);
+        self.state.taken(line.len());
         Some(line)
+    }
+
+    /// Bytes queued and not yet taken.
+    pub fn queued(&self) -> usize {
+        self.state.queued.load(Ordering::Relaxed)
     }
 
     /// Whether the connection was dropped because its client read too slowly.
     pub fn overflowed(&self) -> bool {
         self.state.overflowed.load(Ordering::Relaxed)
+    }
+
+    /// Whether the connection was dropped to bring the server back within its memory budget
+    /// ([`AgentServer::limit_memory`]): it held the most unread output.
+    pub fn shed(&self) -> bool {
+        self.state.shed.load(Ordering::Relaxed)
+    }
+
+    fn dropped(&self) -> bool {
+        self.overflowed() || self.shed()
+    }
+}
+
+impl Lines {
+    /// Drops what is still queued, back to the budget (nothing more can be queued once closed).
+    fn discard(&mut self) {
+        self.rx.close();
+        while let Ok(line) = self.rx.try_recv() {
+            self.state.taken(line.len());
+        }
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        self.discard();
     }
 }
 
@@ -739,10 +823,25 @@ impl AgentServer {
             stopped: watch::channel(None).0,
             leasing: AtomicBool::new(false),
             tasks: TaskTracker::new(),
+            budget: Mutex::new(MemoryBudget::unlimited()),
         });
         // Sessions the host opens before any client connects are leased too.
         inner.keep_leases();
         Ok(AgentServer { inner })
+    }
+
+    /// The memory budget the queues of connections attached from now on count against
+    /// ([`crate::budget`]): past it, a batch of lines for a connection that holds
+    /// [`SHED_ABOVE`] bytes or more of unread output drops that connection
+    /// ([`Lines::shed`]) instead of growing its queue.
+    pub fn limit_memory(&self, budget: Arc<MemoryBudget>) {
+        *lock(&self.inner.budget) = budget;
+    }
+
+    /// The memory budget connections count against (unlimited unless
+    /// [`AgentServer::limit_memory`] set one).
+    pub fn memory_budget(&self) -> Arc<MemoryBudget> {
+        Arc::clone(&lock(&self.inner.budget))
     }
 
     /// Starts a turn in a session with no user message (R-TURN-2), e.g. for a scheduled task.

@@ -40,6 +40,10 @@ struct Options {
     /// Agent message chunks streamed before the tools.
     #[arg(long, default_value_t = 3)]
     chunks: u32,
+    /// Pad each agent message chunk after the first to this many bytes (a model that writes
+    /// a lot: load tests).
+    #[arg(long = "chunk-bytes", default_value_t = 0)]
+    chunk_bytes: usize,
     /// Delay before each step of the model, in milliseconds.
     #[arg(long = "delay-ms", default_value_t = 100)]
     delay_ms: u64,
@@ -85,9 +89,9 @@ struct Options {
     #[arg(long = "tls-key", value_name = "PEM", requires = "tls_cert")]
     tls_key: Option<std::path::PathBuf>,
     /// With `--listen`: the process's memory budget (its heap, counted by the allocator), e.g.
-    /// `512MiB`: past it, new connections and large messages are refused with 503 (close 1013
-    /// over WebSocket) and the connections holding the most unread output are ended (their
-    /// clients resume later).
+    /// `512MiB`, a ceiling: from half of it, new connections and large messages are
+    /// refused with 503 (close 1013 over WebSocket) and the connections holding unread output
+    /// are ended (their clients resume later).
     #[arg(long = "max-memory", value_name = "SIZE", requires = "listen", value_parser = heap::parse_size)]
     max_memory: Option<usize>,
 }
@@ -173,7 +177,14 @@ impl Scripted {
                 noted(&mut heard, turn.break_point(BreakPoint::ModelStep).unwrap_or_default());
                 let _ = turn.stream_started();
             }
-            send(if i == 0 { format!("Working on: {}. ", heard.join("; ")) } else { format!("step {} of my plan. ", i + 1) });
+            send(if i == 0 {
+                format!("Working on: {}. ", heard.join("; "))
+            } else {
+                let mut step = format!("step {} of my plan. ", i + 1);
+                let pad = self.opts.chunk_bytes.saturating_sub(step.len());
+                step.extend(std::iter::repeat_n('.', pad));
+                step
+            });
         }
         let _ = turn.stream_finished();
 
@@ -266,6 +277,9 @@ fn main() -> std::process::ExitCode {
         stop.add(Signal::SIGINT);
         stop.add(Signal::SIGTERM);
         let _ = stop.thread_unblock();
+    }
+    if opts.max_memory.is_some() {
+        heap::one_arena();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,

@@ -219,11 +219,12 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// How often an open stream or socket is kept alive.
     pub keepalive: Duration,
-    /// The server's memory budget, in bytes: what it holds for clients (output not yet read,
-    /// messages being handled, events kept for a reconnect) or, with [`Limits::memory_gauge`],
-    /// what that gauge reads. Past it, new connections are answered 503 (`Retry-After`), a
-    /// message of 64 KiB or more that does not fit 503 or close 1013, and a connection holding
-    /// 64 KiB or more of unread output is ended (close 1013; its client resumes later).
+    /// The server's memory budget, in bytes, a ceiling: what it holds for clients (output not
+    /// yet read, messages being handled, events kept for a reconnect) or, with
+    /// [`Limits::memory_gauge`], what that gauge reads. From half of it, new
+    /// connections are answered 503 (`Retry-After`), a message of 16 KiB or more that does not
+    /// fit 503 or close 1013, and a connection holding 16 KiB or more of unread output is ended
+    /// (close 1013; its client resumes later).
     pub max_memory: usize,
     /// The process's memory in use, measured by the host (a counting allocator, say), for
     /// [`Limits::max_memory`] to bound the whole process rather than its buffers.

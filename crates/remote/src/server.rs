@@ -857,12 +857,12 @@ async fn router(shared: Arc<Shared>, conn: Arc<HttpConn>, mut lines: Lines) {
             );
             break;
         }
-        if buffered >= SHED_ABOVE && shared.budget.over() {
-            eprintln!("acp-inject-remote: closing connection {}: the agent is at its memory budget (max_memory)", conn.id);
-            break;
-        }
         let mut next = Some(line);
         while let Some(line) = next {
+            if shared.budget.over() && conn.buffered.load(Ordering::Relaxed) + line.len() >= SHED_ABOVE {
+                eprintln!("acp-inject-remote: closing connection {}: the agent is at its memory budget (max_memory)", conn.id);
+                break 'routing;
+            }
             if let Err(reason) = conn.route_line(line, limits) {
                 eprintln!("acp-inject-remote: closing connection {}: {reason}", conn.id);
                 break 'routing;
@@ -1034,16 +1034,31 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
                         batch.push(more);
                     }
                     // A peer that stops reading stalls the write (TCP backpressure): it gets
-                    // `idle_timeout` to take it, and a stopping listener does not wait.
+                    // `idle_timeout` to take it, and a stopping listener does not wait. What
+                    // it holds counts against the memory budget until written; past the
+                    // budget, a stalled write of much is given up (the connection is shed).
+                    let _in_flight = shared.budget.hold_while(taken);
                     let write = async {
                         for line in batch {
                             sink.feed(Message::Text(line.into())).await?;
                         }
                         sink.flush().await
                     };
+                    let shed = async {
+                        loop {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            if taken >= SHED_ABOVE && shared.budget.over() {
+                                return;
+                            }
+                        }
+                    };
                     let written = tokio::select! {
                         w = tokio::time::timeout(limits.idle_timeout, write) => matches!(w, Ok(Ok(()))),
                         () = shared.stopping.cancelled() => false,
+                        () = shed => {
+                            eprintln!("acp-inject-remote: closing connection {id}: the agent is at its memory budget (max_memory)");
+                            false
+                        }
                     };
                     if !written {
                         break None;

@@ -603,12 +603,14 @@ async fn a_client_that_stops_reading_is_disconnected_not_buffered_for() {
     assert!(seen < 200_000, "{seen}");
 }
 
-/// Past the memory budget, the connection holding unread output is shed (1013, try again
-/// later) long before its own `max_buffered_bytes`, and the agent goes on.
+/// Past the memory budget, the connection holding unread output is shed long before its own
+/// `max_buffered_bytes` (64 MiB here, far more than the turn writes), and the agent goes on:
+/// closed 1013 (try again later) when the queue caught it, or cut when the budget caught it in
+/// the middle of a write the client stalled (no close frame can follow half a frame).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_memory_budget_a_client_that_stops_reading_is_shed() {
     let (code, seen) = stop_reading(Limits { max_memory: 512 * 1024, ..Default::default() }).await;
-    assert_eq!(code, Some(1013), "after {seen} messages");
+    assert!(matches!(code, Some(1013) | None), "closed {code:?} after {seen} messages");
     assert!(seen < 200_000, "{seen}");
 }
 

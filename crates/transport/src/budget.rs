@@ -2,11 +2,13 @@
 //! not yet read, messages being handled, events kept for a reconnect) counted in one place, so
 //! a crowd of clients that stop reading cannot grow the process without bound.
 //!
-//! Past the budget a server sheds load instead of growing: it refuses new connections and
-//! large incoming messages, and ends the connections that hold the most unread output
-//! ([`SHED_ABOVE`] bytes or more); their clients resume their sessions later, and the core
-//! replays what they missed. A connection holding less keeps being served, so a client that
-//! reads is not punished for one that does not.
+//! The limit is a ceiling: from half of it a server sheds load instead of growing.
+//! It refuses new connections and large incoming messages, and ends the connections that hold
+//! unread output ([`SHED_ABOVE`] bytes or more); their clients resume their sessions later,
+//! and the core replays what they missed. A connection holding less keeps being served, so a
+//! client that reads is not punished for one that does not. The other half is room for what
+//! the count sees too late or not at all: such connections, the request in hand (a replay being
+//! built), the allocator's slack.
 //!
 //! A host that measures its whole memory (a counting allocator, say) passes that measure as
 //! the budget's gauge ([`MemoryBudget::with_gauge`]): the budget then compares the whole
@@ -15,8 +17,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// A connection holding less unread output than this is never shed for the budget.
-pub const SHED_ABOVE: usize = 64 * 1024;
+/// A connection holding less unread output than this is never shed for the budget (a client
+/// that reads holds next to nothing).
+pub const SHED_ABOVE: usize = 16 * 1024;
 
 /// The bytes a server holds for its clients, against a limit. Shared (`Arc`) by the agent
 /// server and its listener.
@@ -63,14 +66,19 @@ impl MemoryBudget {
         }
     }
 
-    /// Whether the budget is spent: load is shed until it is not.
-    pub fn over(&self) -> bool {
-        self.used() > self.limit
+    /// Where shedding starts: half the limit.
+    pub fn shed_from(&self) -> usize {
+        self.limit / 2
     }
 
-    /// Whether `bytes` more fit.
+    /// Whether the budget is spent (past half the limit): load is shed until it is not.
+    pub fn over(&self) -> bool {
+        self.used() > self.shed_from()
+    }
+
+    /// Whether `bytes` more fit below where shedding starts.
     pub fn fits(&self, bytes: usize) -> bool {
-        self.used().saturating_add(bytes) <= self.limit
+        self.used().saturating_add(bytes) <= self.shed_from()
     }
 
     /// Counts `bytes` as held.
@@ -82,6 +90,13 @@ impl MemoryBudget {
     pub fn release(&self, bytes: usize) {
         // Every release matches a hold; saturating keeps a bug from wrapping to "spent forever".
         let _ = self.held.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| Some(h.saturating_sub(bytes)));
+    }
+
+    /// Holds `bytes` while the returned guard lives, whether they fit or not (what a writer
+    /// took from a queue and is handing to the network).
+    pub fn hold_while(self: &Arc<Self>, bytes: usize) -> Held {
+        self.hold(bytes);
+        Held { budget: Arc::clone(self), bytes }
     }
 
     /// Holds `bytes` while the returned guard lives, when they fit; `None` when they do not.
@@ -114,12 +129,13 @@ mod tests {
     #[test]
     fn holds_fit_until_the_limit_and_come_back_when_dropped() {
         let budget = MemoryBudget::new(100);
-        let a = budget.try_hold(60).expect("60 of 100 fit");
-        assert!(budget.try_hold(41).is_none(), "60 + 41 is past 100");
-        let b = budget.try_hold(40).expect("60 + 40 fit exactly");
+        assert_eq!(budget.shed_from(), 50);
+        let a = budget.try_hold(30).expect("30 of 50 fit");
+        assert!(budget.try_hold(21).is_none(), "30 + 21 is past 50");
+        let b = budget.try_hold(20).expect("30 + 20 fit exactly");
         assert!(!budget.over());
         budget.hold(1);
-        assert!(budget.over(), "101 of 100");
+        assert!(budget.over(), "51 of 100 is past half");
         drop((a, b));
         budget.release(1);
         assert_eq!(budget.held(), 0);

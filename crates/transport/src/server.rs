@@ -228,14 +228,17 @@ impl Server {
         // within its limit as the batch began, so a replay larger than the limit (a resume of a
         // long session) goes out, drained by the writer at the client's pace; a connection
         // still over its limit when the next batch comes is too far behind.
-        let mut began_within: HashMap<ConnId, Room> = HashMap::new();
+        let mut began_within: HashMap<ConnId, bool> = HashMap::new();
         for o in outputs {
             match o {
                 Output::Line { to, line } => {
                     for conn in &to {
                         let Some(outbox) = outboxes.get(conn) else { continue };
                         let state = &outbox.state;
-                        let room = *began_within.entry(conn.clone()).or_insert_with(|| state.room());
+                        let began = *began_within.entry(conn.clone()).or_insert_with(|| state.behind());
+                        // The budget is looked at line by line: past it, a batch stops growing
+                        // a queue that holds much, whole batch or not.
+                        let room = if began { Room::Behind } else { state.room_for(line.len()) };
                         if room != Room::Within {
                             // Too far behind, or holding much while the server is past its
                             // memory budget: drop the connection; its client resumes the
@@ -504,16 +507,20 @@ enum Room {
     Within,
     /// More than its own limit behind.
     Behind,
-    /// Holding [`SHED_ABOVE`] or more while the server is past its memory budget.
+    /// Would hold [`SHED_ABOVE`] or more while the server is past its memory budget.
     Shed,
 }
 
 impl OutboxState {
-    fn room(&self) -> Room {
-        let queued = self.queued.load(Ordering::Relaxed);
-        if queued > self.limit {
-            Room::Behind
-        } else if queued >= SHED_ABOVE && self.budget.over() {
+    /// Past its own limit as a batch begins.
+    fn behind(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) > self.limit
+    }
+
+    /// Whether a line of `bytes` may be queued for the server's memory budget: always while
+    /// the queue stays under [`SHED_ABOVE`] or the server is within its budget.
+    fn room_for(&self, bytes: usize) -> Room {
+        if self.queued.load(Ordering::Relaxed).saturating_add(bytes) >= SHED_ABOVE && self.budget.over() {
             Room::Shed
         } else {
             Room::Within
@@ -831,7 +838,7 @@ impl AgentServer {
     }
 
     /// The memory budget the queues of connections attached from now on count against
-    /// ([`crate::budget`]): past it, a batch of lines for a connection that holds
+    /// ([`crate::budget`]): past it, a line that would leave a connection holding
     /// [`SHED_ABOVE`] bytes or more of unread output drops that connection
     /// ([`Lines::shed`]) instead of growing its queue.
     pub fn limit_memory(&self, budget: Arc<MemoryBudget>) {

@@ -21,7 +21,7 @@ use acp_inject_transport::budget::{Held, MemoryBudget, SHED_ABOVE};
 use acp_inject_transport::{AgentServer, ClientLink, Lines};
 use axum::body::{Body, Bytes};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -986,8 +986,20 @@ fn upgrade(shared: Arc<Shared>, principal: Option<String>, ws: WebSocketUpgrade)
 async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Option<String>, socket: WebSocket) {
     let limits = &shared.options.limits;
     let (link, mut lines) = shared.agent.connect_as(id.as_str().into(), limits.max_buffered_bytes, principal);
-    let link = Attached(link);
-    let link = &link.0;
+    let attached = Attached(link.clone());
+    // The client's messages are handled in order by a task of their own, so the socket goes
+    // on (pings answered, output written) while a message waits on the store; a client more
+    // than `INBOX` messages ahead waits to be read.
+    let (inbox, mut handling) = tokio::sync::mpsc::channel::<(Utf8Bytes, Option<Held>)>(INBOX);
+    let (failed_tx, mut failed) = tokio::sync::oneshot::channel::<()>();
+    let handler = tokio::spawn(async move {
+        while let Some((text, _held)) = handling.recv().await {
+            if link.receive_message(text.as_bytes()).is_err() {
+                let _ = failed_tx.send(());
+                return;
+            }
+        }
+    });
     let (mut sink, mut frames) = socket.split();
     let mut keepalive = tokio::time::interval(limits.keepalive);
     keepalive.tick().await;
@@ -1000,12 +1012,11 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
                 last_heard = Instant::now();
                 match frame {
                     Some(Ok(Message::Text(text))) => {
-                        let Some(_held) = shared.hold_message(text.len()) else {
+                        let Some(held) = shared.hold_message(text.len()) else {
                             break Some(close(1013, "the agent is at its memory budget (max_memory): try again later"));
                         };
-                        if link.receive_message(text.as_bytes()).is_err() {
-                            let why = shared.agent.stop_reason().unwrap_or_default();
-                            break Some(close(1011, &format!("the agent stopped: {why}")));
+                        if inbox.send((text, held)).await.is_err() {
+                            break Some(stopped(&shared));
                         }
                     }
                     // The RFD: binary frames are ignored. Pings are answered by the socket.
@@ -1073,6 +1084,7 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
                     None => break Some(close(1001, "the server is going away")),
                 },
             },
+            _ = &mut failed => break Some(stopped(&shared)),
             () = shared.stopping.cancelled() => break Some(close(1001, "the agent is shutting down")),
             _ = keepalive.tick() => {
                 if last_heard.elapsed() > limits.idle_timeout {
@@ -1084,6 +1096,12 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
             }
         }
     };
+    // What the client sent before it left is still handled, in order; then the core detaches it.
+    drop(inbox);
+    tokio::spawn(async move {
+        let _ = handler.await;
+        drop(attached);
+    });
     if peer_closed {
         // The socket queued the answer to the peer's close; sending it completes the
         // handshake (without it the peer sees 1006, an abnormal end).
@@ -1103,6 +1121,15 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
         })
         .await;
     }
+}
+
+/// Client messages read from a WebSocket and not yet handled.
+const INBOX: usize = 64;
+
+/// The close for a connection whose agent stopped serving (its store failed).
+fn stopped(shared: &Shared) -> Message {
+    let why = shared.agent.stop_reason().unwrap_or_default();
+    Message::Close(Some(CloseFrame { code: 1011, reason: close_reason(&format!("the agent stopped: {why}")).into() }))
 }
 
 /// The close code and reason for a frame that could not be read (RFC 6455, 7.4.1): 1009 for a

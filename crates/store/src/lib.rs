@@ -832,10 +832,13 @@ impl Store for SqliteStore {
 ///
 /// A PostgreSQL URL may carry this host's options as query parameters of its own, taken out
 /// before the URL reaches the database driver: `acp_host=NAME` (default: the machine's host
-/// name, made to fit [`postgres::PgOptions::host`]) and `acp_lease_ms=N` (default 10,000):
+/// name, made to fit [`postgres::PgOptions::host`]), `acp_lease_ms=N` (default 10,000) and
+/// `acp_timeout_ms=N`, the longest wait for the server (default 30,000; past it the store
+/// fails instead of hanging). The driver's own parameters stay (`connect_timeout`,
+/// `application_name`, …):
 ///
 /// ```text
-/// postgres://agent@db.internal/acp?acp_host=web-1&acp_lease_ms=5000
+/// postgres://agent@db.internal/acp?acp_host=web-1&acp_lease_ms=5000&acp_timeout_ms=10000
 /// ```
 ///
 /// A SQLite file is a plain path (default options), or a `sqlite:` location that carries them

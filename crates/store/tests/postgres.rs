@@ -379,3 +379,65 @@ fn principals_hold_across_hosts() {
     let out = call(&mut b, "alice", 2, "session/resume", json!({ "sessionId": session, "cwd": "/work" }));
     assert!(answer(&out)["result"].is_object(), "{out:?}");
 }
+
+/// The backend process serving host `name` (its `application_name` is `acp-inject NAME`).
+fn backend_pid(url: &str, name: &str) -> i32 {
+    let mut admin = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    let row = admin
+        .query_one(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
+            &[&format!("acp-inject {name}")],
+        )
+        .expect("the host's backend is listed under its name");
+    row.get(0)
+}
+
+fn signal(pid: i32, sig: &str) {
+    let ok = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill").success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+#[test]
+fn a_connection_closed_between_batches_is_made_again() {
+    let Some(url) = database("reconnect") else { return };
+    let mut a = host(&url, "a", 10_000);
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    let old = backend_pid(&url, "a");
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let ended: bool = admin.query_one("SELECT pg_terminate_backend($1)", &[&old]).unwrap().get(0);
+    assert!(ended, "the backend was ended");
+    std::thread::sleep(Duration::from_millis(200));
+    // The next batch connects again and commits; nothing of the session was lost.
+    let prompt = call(&mut a, "c1", 2, "session/prompt", json!({ "sessionId": session, "prompt": text("hello") }));
+    assert_eq!(answer(&prompt)["result"]["messageId"], "msg_a-1", "{prompt:?}");
+    assert_ne!(backend_pid(&url, "a"), old, "a new backend serves the host");
+    drop(a);
+    let mut again = host(&url, "a", 10_000);
+    let kinds = updates(&resume(&mut again, 3, &session));
+    assert!(kinds.contains(&("user_message".into(), "msg_a-1".into())), "the prompt after the reconnect was committed: {kinds:?}");
+}
+
+#[test]
+fn a_stalled_database_is_a_clear_error_within_the_timeout() {
+    let Some(url) = database("stopped_backend") else { return };
+    let options = PgOptions::new("a").timeout(Duration::from_millis(1000));
+    let store = PgStore::connect(&url, options).expect("connect");
+    let mut a = Agent::with_store(config(DEFAULT_REMEMBER_IDS), Box::new(store)).expect("agent");
+    initialize(&mut a, "c1");
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    let session = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    let pid = backend_pid(&url, "a");
+    signal(pid, "-STOP");
+    let started = std::time::Instant::now();
+    a.handle_line(&"c1".into(), &request(2, "session/prompt", json!({ "sessionId": session, "prompt": text("hello") })));
+    let drained = a.drain();
+    let waited = started.elapsed();
+    signal(pid, "-CONT");
+    let err = drained.expect_err("a commit the stalled database never answered fails");
+    assert!(err.to_string().contains("did not answer within 1000 ms"), "{err}");
+    assert!(waited < Duration::from_secs(3), "the error came after {waited:?}, not at the 1 s timeout");
+    // The agent stops serving (what the server did with the commit is unknown); a new host
+    // starts from what was committed.
+    assert_eq!(a.drain().expect_err("poisoned"), StoreError::Poisoned);
+}

@@ -188,6 +188,8 @@ struct Server {
     tasks: TaskTracker,
     /// The memory budget the connections' queues count against ([`AgentServer::limit_memory`]).
     budget: Mutex<Arc<MemoryBudget>>,
+    /// The core has a store (a database round trip may happen under its lock).
+    durable: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -212,16 +214,42 @@ impl Server {
         if lock(&self.failed).is_some() {
             return Err(TurnError::Stopped);
         }
-        let mut agent = lock(&self.agent);
-        let r = f(&mut agent);
-        let outputs = match agent.drain() {
-            Ok(o) => o,
-            Err(e) => {
-                drop(agent);
-                self.fail(e);
-                return Err(TurnError::Stopped);
+        let stepped = self.with_core(|agent| {
+            let r = f(agent);
+            match agent.drain() {
+                Ok(outputs) => Ok((r, self.send_lines(outputs))),
+                Err(e) => Err(e),
             }
-        };
+        });
+        match stepped {
+            Ok(done) => Ok(done),
+            Err(e) => {
+                self.fail(e);
+                Err(TurnError::Stopped)
+            }
+        }
+    }
+
+    /// Runs `f` with the core locked. A store round trip may happen under the lock (a commit,
+    /// a read), or the lock may be held by one on another thread: on a multi-threaded tokio
+    /// runtime the wait is announced (`block_in_place`), so the worker's other tasks (WebSocket
+    /// pings, handshakes, timers, requests that need no core) move to another thread instead of
+    /// waiting with it.
+    fn with_core<R>(&self, f: impl FnOnce(&mut Agent) -> R) -> R {
+        let run = || f(&mut lock(&self.agent));
+        if !self.durable {
+            // In memory: nothing under the lock waits on I/O.
+            return run();
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
+            _ => run(),
+        }
+    }
+
+    /// Queues a step's lines for their connections (called with the core locked, so no other
+    /// batch interleaves) and returns its actions.
+    fn send_lines(&self, outputs: Vec<Output>) -> Actions {
         let mut actions = Vec::new();
         let mut outboxes = lock(&self.outboxes);
         // A batch is one request's or one event's lines: queued whole when the connection was
@@ -261,7 +289,7 @@ impl Server {
                 Output::Call { id, call, .. } => actions.push(Work::Call(id, call)),
             }
         }
-        Ok((r, actions))
+        actions
     }
 
     /// The store failed (or this host lost a session to another): nothing more is served.
@@ -277,7 +305,7 @@ impl Server {
     /// the server is gone or has stopped (needs a tokio runtime; without one, the host calls
     /// `Agent::renew_leases` itself).
     fn keep_leases(self: &Arc<Self>) {
-        let Some(every) = lock(&self.agent).renew_every() else { return };
+        let Some(every) = self.with_core(|a| a.renew_every()) else { return };
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
         if self.leasing.swap(true, Ordering::SeqCst) {
             return;
@@ -312,10 +340,8 @@ impl Server {
             return;
         }
         self.keep_leases();
-        let interrupted: Vec<SessionId> = {
-            let agent = lock(&self.agent);
-            agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect()
-        };
+        let interrupted: Vec<SessionId> = self
+            .with_core(|agent| agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect());
         for session in interrupted {
             let event = RuntimeEvent::TurnEnded { stop_reason: StopReason::Cancelled, usage: None, error: None };
             if let Ok((_, actions)) = self.step(|a| a.runtime_event(&session, event)) {
@@ -336,7 +362,7 @@ impl Server {
             budget: Arc::clone(&lock(&self.budget)),
         });
         lock(&self.outboxes).insert(conn.clone(), Outbox { tx, state: Arc::clone(&state) });
-        lock(&self.agent).attach_as(conn, ConnectionRole::Controller, principal);
+        self.with_core(|a| a.attach_as(conn, ConnectionRole::Controller, principal));
         Lines { rx, state }
     }
 
@@ -418,7 +444,7 @@ impl Server {
     fn spawn_turn(self: &Arc<Self>, session: SessionId, inputs: Vec<UserInput>) {
         let signals = Arc::new(Signals { cancel: watch::channel(false).0, interrupt: watch::channel(false).0 });
         lock(&self.turns).insert(session.clone(), Arc::clone(&signals));
-        let record = lock(&self.agent).session_record(&session).ok().flatten();
+        let record = self.with_core(|a| a.session_record(&session).ok().flatten());
         let ctx = TurnContext { server: Arc::clone(self), session: session.clone(), signals: Arc::clone(&signals), record };
         let server = Arc::clone(self);
         self.tasks.spawn(async move {
@@ -463,7 +489,7 @@ impl Server {
     }
 
     fn sessions(&self) -> Vec<SessionId> {
-        lock(&self.agent).session_ids()
+        self.with_core(|a| a.session_ids())
     }
 
     /// The error a failed store left (the first caller gets the store's own error).
@@ -695,7 +721,7 @@ impl TurnContext {
 
     /// A fresh id for an agent message or thought.
     pub fn new_message_id(&self) -> MessageId {
-        lock(&self.server.agent).mint_agent_message_id()
+        self.server.with_core(|a| a.mint_agent_message_id())
     }
 
     /// Streams a piece of text of an agent message.
@@ -815,6 +841,7 @@ impl AgentServer {
     /// runtime. Turns interrupted by the end of an earlier process end as `cancelled` when
     /// the server runs, so what they held pending opens the next turn (R-DELIV-2).
     pub fn new(runtime: Arc<dyn AgentRuntime>, options: ServeOptions) -> Result<AgentServer, ServerError> {
+        let durable = options.store.is_some();
         let agent = match options.store {
             Some(store) => Agent::with_store(options.config, store)?,
             None => Agent::new(options.config).map_err(OpenError::from)?,
@@ -831,6 +858,7 @@ impl AgentServer {
             leasing: AtomicBool::new(false),
             tasks: TaskTracker::new(),
             budget: Mutex::new(MemoryBudget::unlimited()),
+            durable,
         });
         // Sessions the host opens before any client connects are leased too.
         inner.keep_leases();
@@ -889,13 +917,13 @@ impl AgentServer {
 
     /// Whether the agent holds this session live.
     pub fn is_live(&self, session: &SessionId) -> bool {
-        lock(&self.inner.agent).is_live(session)
+        self.inner.with_core(|a| a.is_live(session))
     }
 
     /// Whether the agent holds this session live for `principal` (R-TENANT-1): it is live
     /// and that principal created it.
     pub fn is_live_for(&self, session: &SessionId, principal: Option<&str>) -> bool {
-        lock(&self.inner.agent).principal_of(session).is_some_and(|p| p == principal)
+        self.inner.with_core(|a| a.principal_of(session).is_some_and(|p| p == principal))
     }
 
     /// Serves over stdin/stdout until the client closes stdin.

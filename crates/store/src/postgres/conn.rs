@@ -69,6 +69,11 @@ enum End {
 /// The connection, with the batch's statements not yet sent.
 pub(crate) struct Conn {
     tx: mpsc::UnboundedSender<Request>,
+    /// How long a request may wait for its answer.
+    timeout: Duration,
+    /// A request went unanswered past `timeout`: what the server did with it is unknown, so
+    /// nothing more is sent (the agent stops; a new process starts from what was committed).
+    stalled: std::cell::Cell<bool>,
     /// Buffered until the next read or the commit, so reads see the batch's own writes.
     pending: RefCell<Vec<Op>>,
     /// The batch's transaction is open on the server (so a commit has something to end).
@@ -91,13 +96,22 @@ fn gone() -> StoreError {
     StoreError::Backend("the connection to PostgreSQL is gone".into())
 }
 
+fn stalled(timeout: Duration) -> StoreError {
+    StoreError::Backend(format!(
+        "PostgreSQL did not answer within {} ms (acp_timeout_ms): the database is stalled or out of reach",
+        timeout.as_millis()
+    ))
+}
+
 impl Conn {
     /// Connects (waiting until the server answered) and starts the connection's thread.
     /// Waits are bounded by the lease: a statement waits for a row lock at most a quarter
     /// lease (a take-over finds the session busy instead of freezing the host), and the server
     /// ends a connection whose transaction sat idle for a lease (a paused or cut-off host's
-    /// locks do not outlive its lease). TCP keepalives find a vanished server.
-    pub fn open(url: &str, lease: Duration) -> Result<Conn, StoreError> {
+    /// locks do not outlive its lease). TCP keepalives find a vanished server. Connecting, and
+    /// every request after, waits at most `timeout` for the server; a connection the server
+    /// closed between batches is made again (with backoff, within `timeout`).
+    pub fn open(url: &str, lease: Duration, timeout: Duration, host: &str) -> Result<Conn, StoreError> {
         let mut config: tokio_postgres::Config =
             url.parse().map_err(|e| StoreError::Backend(format!("not a PostgreSQL URL ({e}): {}", crate::shown(url))))?;
         let ms = |d: Duration| d.as_millis().max(1);
@@ -109,17 +123,35 @@ impl Conn {
             ms(lease * 4)
         ));
         config.keepalives(true).keepalives_idle(Duration::from_secs(10));
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(timeout);
+        }
+        if config.get_application_name().is_none() {
+            // Names the host's backends in pg_stat_activity.
+            config.application_name(format!("acp-inject {host}"));
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
         let where_ = crate::shown(url);
         std::thread::Builder::new()
             .name("acp-inject-postgres".into())
-            .spawn(move || serve(config, rx, ready_tx))
+            .spawn(move || serve(config, timeout, rx, ready_tx))
             .map_err(|e| StoreError::Backend(format!("cannot start the PostgreSQL connection thread: {e}")))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Conn { tx, pending: RefCell::new(Vec::new()), in_batch: std::cell::Cell::new(false) }),
+        // The driver's connect timeout covers each address; the whole wait gets a margin.
+        match ready_rx.recv_timeout(timeout * 2 + Duration::from_secs(1)) {
+            Ok(Ok(())) => Ok(Conn {
+                tx,
+                timeout,
+                stalled: std::cell::Cell::new(false),
+                pending: RefCell::new(Vec::new()),
+                in_batch: std::cell::Cell::new(false),
+            }),
             Ok(Err(e)) => Err(StoreError::Backend(format!("cannot connect to {where_}: {e}"))),
-            Err(_) => Err(gone()),
+            Err(std_mpsc::RecvTimeoutError::Timeout) => Err(StoreError::Backend(format!(
+                "cannot connect to {where_}: no answer within {} ms (acp_timeout_ms)",
+                timeout.as_millis()
+            ))),
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => Err(gone()),
         }
     }
 
@@ -153,10 +185,20 @@ impl Conn {
         if nothing && (end == End::Open || end == End::Commit && !self.in_batch.get()) {
             return Ok(Some(Vec::new()));
         }
+        if self.stalled.get() {
+            return Err(stalled(self.timeout));
+        }
         self.in_batch.set(end == End::Open && (opens || self.in_batch.get()));
         let (reply, answer) = std_mpsc::sync_channel(1);
         self.tx.send(Request { begin, guarded, ops, script, query, end, reply }).map_err(|_| gone())?;
-        answer.recv().map_err(|_| gone())?
+        match answer.recv_timeout(self.timeout) {
+            Ok(answer) => answer,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                self.stalled.set(true);
+                Err(stalled(self.timeout))
+            }
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => Err(gone()),
+        }
     }
 
     /// Runs a query in the batch's transaction (opened now if need be) under a savepoint:
@@ -192,8 +234,42 @@ impl Conn {
     }
 }
 
+/// Connects, the driver's connection task spawned on the current runtime.
+async fn connect(config: &tokio_postgres::Config) -> Result<Client, tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+/// Connects again after the server closed the connection between batches: pauses of 0.1 s
+/// doubling up to 3.2 s, until `within` has passed.
+async fn reconnect(config: &tokio_postgres::Config, within: Duration) -> Result<Client, StoreError> {
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match connect(config).await {
+            Ok(client) => return Ok(client),
+            Err(e) if started.elapsed() + pause >= within => {
+                return Err(StoreError::Backend(format!(
+                    "the connection to PostgreSQL was lost and could not be made again: {}",
+                    backend(&e)
+                )))
+            }
+            Err(_) => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(3200));
+            }
+        }
+    }
+}
+
 /// The connection thread: connects, then runs requests in order until the store is dropped.
-fn serve(config: tokio_postgres::Config, mut rx: mpsc::UnboundedReceiver<Request>, ready: std_mpsc::SyncSender<Result<(), String>>) {
+fn serve(
+    config: tokio_postgres::Config,
+    timeout: Duration,
+    mut rx: mpsc::UnboundedReceiver<Request>,
+    ready: std_mpsc::SyncSender<Result<(), String>>,
+) {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -202,11 +278,8 @@ fn serve(config: tokio_postgres::Config, mut rx: mpsc::UnboundedReceiver<Request
         }
     };
     rt.block_on(async move {
-        let client = match config.connect(NoTls).await {
-            Ok((client, connection)) => {
-                tokio::spawn(connection);
-                client
-            }
+        let client = match connect(&config).await {
+            Ok(client) => client,
             Err(e) => {
                 let _ = ready.send(Err(backend(&e).to_string()));
                 return;
@@ -215,6 +288,17 @@ fn serve(config: tokio_postgres::Config, mut rx: mpsc::UnboundedReceiver<Request
         let _ = ready.send(Ok(()));
         let mut session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None };
         while let Some(request) = rx.recv().await {
+            if session.client.is_closed() && !session.in_batch {
+                // Closed between batches (a server restart, an administrator, a network cut
+                // the keepalives found): nothing of a batch is lost, so connect again.
+                match reconnect(&config, timeout).await {
+                    Ok(client) => session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None },
+                    Err(e) => {
+                        let _ = request.reply.send(Err(e));
+                        continue;
+                    }
+                }
+            }
             let answer = session.handle(request.begin, request.guarded, request.ops, request.script, request.query, request.end).await;
             let _ = request.reply.send(answer);
         }

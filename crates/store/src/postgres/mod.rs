@@ -60,18 +60,34 @@ pub struct PgOptions {
     /// How many revoked or delivered ids per session the store keeps (the agent's
     /// `policy.remember_ids`).
     pub remember_ids: u64,
+    /// How long connecting, a commit or a read may wait for the server; past it the store
+    /// fails with a clear error instead of hanging (the agent stops serving, and a new process
+    /// starts from what was committed). Default 30 s.
+    pub timeout: Duration,
 }
 
 impl PgOptions {
     /// Defaults for host `host`: a 10 s lease, [`DEFAULT_REMEMBER_IDS`].
     pub fn new(host: impl Into<String>) -> PgOptions {
-        PgOptions { host: host.into(), lease: Duration::from_secs(10), remember_ids: DEFAULT_REMEMBER_IDS }
+        PgOptions {
+            host: host.into(),
+            lease: Duration::from_secs(10),
+            remember_ids: DEFAULT_REMEMBER_IDS,
+            timeout: Duration::from_secs(30),
+        }
     }
 
     /// With a lease of `lease`.
     #[must_use]
     pub fn lease(mut self, lease: Duration) -> PgOptions {
         self.lease = lease;
+        self
+    }
+
+    /// Waiting at most `timeout` for the server.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> PgOptions {
+        self.timeout = timeout;
         self
     }
 
@@ -82,8 +98,8 @@ impl PgOptions {
         self
     }
 
-    /// Splits a URL into the driver's URL and these options: `acp_host` and `acp_lease_ms`
-    /// query parameters (see [`crate::open`]) are taken out; the rest stays.
+    /// Splits a URL into the driver's URL and these options: `acp_host`, `acp_lease_ms` and
+    /// `acp_timeout_ms` query parameters (see [`crate::open`]) are taken out; the rest stays.
     pub fn from_url(url: &str) -> Result<(String, PgOptions), StoreError> {
         let mut options = PgOptions::new(default_host_name());
         let Some((base, query)) = url.split_once('?') else { return Ok((url.to_owned(), options)) };
@@ -95,6 +111,12 @@ impl PgOptions {
                     let ms: u64 =
                         ms.parse().map_err(|_| StoreError::Backend(format!("acp_lease_ms={ms:?} is not a number of milliseconds")))?;
                     options.lease = Duration::from_millis(ms);
+                }
+                Some(("acp_timeout_ms", ms)) => {
+                    let ms: u64 = ms
+                        .parse()
+                        .map_err(|_| StoreError::Backend(format!("acp_timeout_ms={ms:?} is not a number of milliseconds")))?;
+                    options.timeout = Duration::from_millis(ms);
                 }
                 _ => kept.push(pair),
             }
@@ -110,6 +132,9 @@ impl PgOptions {
         }
         if self.lease < Duration::from_millis(100) {
             return Err(StoreError::Backend(format!("a lease of {:?} is too short (at least 100 ms)", self.lease)));
+        }
+        if self.timeout < Duration::from_millis(100) {
+            return Err(StoreError::Backend(format!("a timeout of {:?} is too short (at least 100 ms)", self.timeout)));
         }
         Ok(())
     }
@@ -215,7 +240,7 @@ impl PgStore {
     /// ([`StoreError::Backend`]).
     pub fn connect(url: &str, options: PgOptions) -> Result<PgStore, StoreError> {
         options.check()?;
-        let conn = Conn::open(url, options.lease)?;
+        let conn = Conn::open(url, options.lease, options.timeout, &options.host)?;
         schema::migrate(&conn)?;
         Ok(PgStore { conn, options, host_epoch: 0, held: HashMap::new(), touched: BTreeSet::new(), failed: None, counters: None })
     }

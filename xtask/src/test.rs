@@ -309,7 +309,8 @@ fn rust() -> Row {
         Err(e) => return Row::failed(format!("PostgreSQL: {e}")),
     };
     let mut cmd = Command::new(cargo());
-    cmd.args(["test", "--workspace", "--no-fail-fast"]).env(acp_inject_postgres_harness::URL_ENV, &server.url);
+    cmd.args(["test", "--workspace", "--no-fail-fast"]);
+    server.environment(&mut cmd);
     let ran = process::run(&mut cmd, Echo::All);
     drop(server);
     let ran = match ran {

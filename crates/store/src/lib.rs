@@ -834,8 +834,9 @@ impl Store for SqliteStore {
 /// before the URL reaches the database driver: `acp_host=NAME` (default: the machine's host
 /// name, made to fit [`postgres::PgOptions::host`]), `acp_lease_ms=N` (default 10,000) and
 /// `acp_timeout_ms=N`, the longest wait for the server (default 30,000; past it the store
-/// fails instead of hanging). The driver's own parameters stay (`connect_timeout`,
-/// `application_name`, …):
+/// fails instead of hanging), and `acp_ssl_root_cert=PATH`, PEM roots for the server's
+/// certificate under `sslmode=require` (TLS, always verified). The driver's own parameters
+/// stay (`sslmode`, `connect_timeout`, `application_name`, …):
 ///
 /// ```text
 /// postgres://agent@db.internal/acp?acp_host=web-1&acp_lease_ms=5000&acp_timeout_ms=10000

@@ -441,3 +441,37 @@ fn a_stalled_database_is_a_clear_error_within_the_timeout() {
     // starts from what was committed.
     assert_eq!(a.drain().expect_err("poisoned"), StoreError::Poisoned);
 }
+
+#[test]
+fn sslmode_require_speaks_tls_and_verifies_the_server() {
+    let Some(url) = database("tls") else { return };
+    let Ok(ca) = std::env::var("ACP_INJECT_POSTGRES_CA") else {
+        eprintln!("skipped: ACP_INJECT_POSTGRES_CA is not set (the server of cargo xtask test serves TLS)");
+        return;
+    };
+    // Verified against the server's own certificate, for the address the URL names.
+    let (driver_url, options) = PgOptions::from_url(&format!("{url}?sslmode=require&acp_ssl_root_cert={ca}")).unwrap();
+    let store = PgStore::connect(&driver_url, PgOptions { host: "tls".into(), ..options }).expect("a TLS connection");
+    let mut a = Agent::with_store(config(DEFAULT_REMEMBER_IDS), Box::new(store)).expect("agent");
+    initialize(&mut a, "c1");
+    let new = call(&mut a, "c1", 1, "session/new", json!({ "cwd": "/work" }));
+    assert!(answer(&new)["result"]["sessionId"].is_string(), "{new:?}");
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let ssl: bool = admin
+        .query_one(
+            "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+             WHERE a.application_name = 'acp-inject tls' AND a.datname = current_database()",
+            &[],
+        )
+        .expect("the host's backend")
+        .get(0);
+    assert!(ssl, "the store's connection is encrypted");
+    // Without the server's certificate among the roots it is refused, clearly.
+    let (driver_url, options) = PgOptions::from_url(&format!("{url}?sslmode=require")).unwrap();
+    let err = PgStore::connect(&driver_url, options).map(drop).expect_err("an unverified server is refused");
+    assert!(err.to_string().contains("cannot connect") && err.to_string().to_lowercase().contains("certificate"), "{err}");
+    // A root file that is not one is a clear error too.
+    let (driver_url, options) = PgOptions::from_url(&format!("{url}?sslmode=require&acp_ssl_root_cert=/nonexistent.pem")).unwrap();
+    let err = PgStore::connect(&driver_url, options).map(drop).expect_err("a missing root file");
+    assert!(err.to_string().contains("acp_ssl_root_cert=/nonexistent.pem"), "{err}");
+}

@@ -49,6 +49,11 @@ const SUPERUSER: &str = "postgres";
 /// When set, [`start`] starts nothing and hands out this URL.
 pub const URL_ENV: &str = "ACP_INJECT_POSTGRES_URL";
 
+/// The environment variable naming the PEM certificate a started server serves TLS with (its
+/// own root: self-signed for `127.0.0.1` and `localhost`, made at each start), for tests of
+/// `sslmode=require`. Not set for a server of `ACP_INJECT_POSTGRES_URL`.
+pub const CA_ENV: &str = "ACP_INJECT_POSTGRES_CA";
+
 /// The file in the cluster directory that says `initdb` and our configuration finished.
 const READY: &str = ".acp-inject-ready";
 
@@ -63,7 +68,19 @@ const SERVER_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Server {
     /// `postgres://postgres@127.0.0.1:PORT/postgres`: the maintenance database.
     pub url: String,
+    /// The certificate the server serves TLS with (a server started here); see [`CA_ENV`].
+    pub ca: Option<PathBuf>,
     running: Option<Running>,
+}
+
+impl Server {
+    /// Sets [`URL_ENV`] (and [`CA_ENV`] when known) on a command.
+    pub fn environment(&self, cmd: &mut Command) {
+        cmd.env(URL_ENV, &self.url);
+        if let Some(ca) = &self.ca {
+            cmd.env(CA_ENV, ca);
+        }
+    }
 }
 
 /// What a server started here needs to be used and stopped.
@@ -88,7 +105,7 @@ pub fn start() -> Result<Server, Error> {
     if let Some(url) = std::env::var_os(URL_ENV).filter(|u| !u.is_empty()) {
         let url = url.into_string().map_err(|_| Error::msg(format!("{URL_ENV} is not UTF-8")))?;
         eprintln!("postgres: using the server of {URL_ENV} ({url}); nothing is started");
-        return Ok(Server { url, running: None });
+        return Ok(Server { url, ca: None, running: None });
     }
     let started = Instant::now();
     let dir = acp_inject_tool_support::cache_dir().join("postgres");
@@ -99,10 +116,11 @@ pub fn start() -> Result<Server, Error> {
     runner.make_reachable(&dir)?;
     let cluster = cluster(&dir, &install, &runner)?;
     clear_leftovers(&install, &runner, &cluster)?;
-    let (port, postmaster) = launch(&dir, &install, &runner, &cluster)?;
+    let tls = certificate(&dir, &runner)?;
+    let (port, postmaster) = launch(&dir, &install, &runner, &cluster, &tls)?;
     let url = url(port, "postgres");
-    eprintln!("postgres: ready at {url} after {:.1} s", started.elapsed().as_secs_f64());
-    Ok(Server { url, running: Some(Running { install, runner, cluster, port, postmaster, _lock: lock }) })
+    eprintln!("postgres: ready at {url} (TLS too) after {:.1} s", started.elapsed().as_secs_f64());
+    Ok(Server { url, ca: Some(tls.cert), running: Some(Running { install, runner, cluster, port, postmaster, _lock: lock }) })
 }
 
 impl Server {
@@ -144,7 +162,8 @@ impl Drop for Server {
 }
 
 /// `cargo xtask postgres -- CMD ARGS...`: starts the server, (re)creates the database
-/// `acp_inject`, runs CMD with `ACP_INJECT_POSTGRES_URL` set to its URL (and the cached
+/// `acp_inject`, runs CMD with `ACP_INJECT_POSTGRES_URL` set to its URL, `ACP_INJECT_POSTGRES_CA`
+/// to its TLS certificate (and the cached
 /// PostgreSQL programs first in `PATH`, their libraries in `LD_LIBRARY_PATH`), stops the
 /// server, and returns CMD's exit code. The shell that typed the command could not know the
 /// URL, so an argument's `$ACP_INJECT_POSTGRES_URL` (or `${…}`), quoted there, is replaced here:
@@ -155,6 +174,9 @@ pub fn run(command: &[OsString]) -> Result<u8, Error> {
     let url = server.create_database("acp_inject")?;
     let mut cmd = Command::new(program);
     cmd.args(args.iter().map(|a| substitute_url(a, &url))).env(URL_ENV, &url);
+    if let Some(ca) = &server.ca {
+        cmd.env(CA_ENV, ca);
+    }
     let mut path = std::env::var_os("PATH").unwrap_or_default();
     if let Some(running) = &server.running {
         path = std::env::join_paths(std::iter::once(running.install.bin_dir()).chain(std::env::split_paths(&path)))
@@ -1002,10 +1024,35 @@ fn free_port() -> Result<u16, Error> {
 /// Runs `postgres` (our child, so that a Ctrl-C reaches it too and it shuts down) with its
 /// output in `run/server.log`, and waits until it accepts connections. When another program
 /// took the port between our choice and the server's bind, tries another.
-fn launch(dir: &Path, install: &Install, runner: &Runner, cluster: &Path) -> Result<(u16, Child), Error> {
+/// The server's TLS certificate and key files.
+struct Tls {
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+/// A self-signed certificate for `127.0.0.1` and `localhost`, made at each start into
+/// `<cache>/postgres/run/tls/` (the key readable by the server's account alone, as the server
+/// requires).
+fn certificate(dir: &Path, runner: &Runner) -> Result<Tls, Error> {
+    let tls_dir = dir.join("run/tls");
+    std::fs::create_dir_all(&tls_dir).map_err(|e| Error::write(&tls_dir, e))?;
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        .map_err(|e| Error::msg(format!("cannot make the server's TLS certificate: {e}")))?;
+    let (cert, key) = (tls_dir.join("server.crt"), tls_dir.join("server.key"));
+    std::fs::write(&cert, made.cert.pem()).map_err(|e| Error::write(&cert, e))?;
+    let _ = std::fs::remove_file(&key);
+    std::fs::write(&key, made.key_pair.serialize_pem()).map_err(|e| Error::write(&key, e))?;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).map_err(|e| Error::write(&key, e))?;
+    for path in [&tls_dir, &cert, &key] {
+        runner.own(path)?;
+    }
+    Ok(Tls { cert, key })
+}
+
+fn launch(dir: &Path, install: &Install, runner: &Runner, cluster: &Path, tls: &Tls) -> Result<(u16, Child), Error> {
     let log_path = dir.join("run/server.log");
     for attempt in 1.. {
-        match launch_on(&log_path, free_port()?, install, runner, cluster) {
+        match launch_on(&log_path, free_port()?, install, runner, cluster, tls) {
             Err(e) if attempt < 3 && std::fs::read_to_string(&log_path).is_ok_and(|l| l.contains("could not bind")) => {
                 eprintln!(
                     "postgres: {e}
@@ -1018,10 +1065,20 @@ postgres: the port was taken meanwhile; trying another"
     unreachable!("the loop returns by its third attempt")
 }
 
-fn launch_on(log_path: &Path, port: u16, install: &Install, runner: &Runner, cluster: &Path) -> Result<(u16, Child), Error> {
+fn launch_on(
+    log_path: &Path,
+    port: u16,
+    install: &Install,
+    runner: &Runner,
+    cluster: &Path,
+    tls: &Tls,
+) -> Result<(u16, Child), Error> {
     let log = File::create(log_path).map_err(|e| Error::write(log_path, e))?;
     let mut cmd = runner.command(install, "postgres");
     cmd.arg("-D").arg(cluster).args(["-p", &port.to_string()]);
+    // TLS for the clients that ask (`sslmode=require`); the others connect as before.
+    cmd.args(["-c", "ssl=on", "-c"]).arg(format!("ssl_cert_file={}", tls.cert.display()));
+    cmd.arg("-c").arg(format!("ssl_key_file={}", tls.key.display()));
     let shown = process::show(&cmd);
     eprintln!("$ {shown}");
     eprintln!("postgres: the server's log: {}", log_path.display());

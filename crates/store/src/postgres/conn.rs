@@ -14,10 +14,13 @@ use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use acp_inject_core::agent::StoreError;
+use std::path::Path;
 use tokio::sync::mpsc;
+use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// One statement parameter.
 pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
@@ -83,7 +86,16 @@ pub(crate) struct Conn {
 fn backend(e: &tokio_postgres::Error) -> StoreError {
     match e.as_db_error() {
         Some(db) => StoreError::Backend(format!("PostgreSQL: {} ({})", db.message(), db.code().code())),
-        None => StoreError::Backend(format!("PostgreSQL: {e}")),
+        None => {
+            // The driver's own text is terse ("error performing TLS handshake"): its causes say why.
+            let mut text = format!("PostgreSQL: {e}");
+            let mut source = std::error::Error::source(e);
+            while let Some(cause) = source {
+                text.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            StoreError::Backend(text)
+        }
     }
 }
 
@@ -111,9 +123,14 @@ impl Conn {
     /// locks do not outlive its lease). TCP keepalives find a vanished server. Connecting, and
     /// every request after, waits at most `timeout` for the server; a connection the server
     /// closed between batches is made again (with backoff, within `timeout`).
-    pub fn open(url: &str, lease: Duration, timeout: Duration, host: &str) -> Result<Conn, StoreError> {
+    pub fn open(url: &str, lease: Duration, timeout: Duration, host: &str, root_cert: Option<&Path>) -> Result<Conn, StoreError> {
         let mut config: tokio_postgres::Config =
             url.parse().map_err(|e| StoreError::Backend(format!("not a PostgreSQL URL ({e}): {}", crate::shown(url))))?;
+        let tls = match config.get_ssl_mode() {
+            SslMode::Require => Some(tls(root_cert)?),
+            // `prefer` (the driver's default) and `disable`: no TLS, as without this store's TLS.
+            _ => None,
+        };
         let ms = |d: Duration| d.as_millis().max(1);
         let existing = config.get_options().map(str::to_owned).unwrap_or_default();
         config.options(format!(
@@ -135,7 +152,7 @@ impl Conn {
         let where_ = crate::shown(url);
         std::thread::Builder::new()
             .name("acp-inject-postgres".into())
-            .spawn(move || serve(config, timeout, rx, ready_tx))
+            .spawn(move || serve(config, tls, timeout, rx, ready_tx))
             .map_err(|e| StoreError::Backend(format!("cannot start the PostgreSQL connection thread: {e}")))?;
         // The driver's connect timeout covers each address; the whole wait gets a margin.
         match ready_rx.recv_timeout(timeout * 2 + Duration::from_secs(1)) {
@@ -234,20 +251,55 @@ impl Conn {
     }
 }
 
-/// Connects, the driver's connection task spawned on the current runtime.
-async fn connect(config: &tokio_postgres::Config) -> Result<Client, tokio_postgres::Error> {
-    let (client, connection) = config.connect(NoTls).await?;
-    tokio::spawn(connection);
-    Ok(client)
+/// The TLS of `sslmode=require`: the server's certificate verified against the webpki roots
+/// and, when given, the PEM certificates of `root_cert` (`acp_ssl_root_cert`), for the name
+/// the URL connects to.
+fn tls(root_cert: Option<&Path>) -> Result<MakeRustlsConnect, StoreError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    if let Some(path) = root_cert {
+        let bad = |e: &dyn std::fmt::Display| StoreError::Backend(format!("acp_ssl_root_cert={}: {e}", path.display()));
+        let certs = CertificateDer::pem_file_iter(path).map_err(|e| bad(&e))?.collect::<Result<Vec<_>, _>>().map_err(|e| bad(&e))?;
+        if certs.is_empty() {
+            return Err(bad(&"no PEM certificate in it"));
+        }
+        for cert in certs {
+            roots.add(cert).map_err(|e| bad(&e))?;
+        }
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| StoreError::Backend(format!("TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
+}
+
+/// Connects (with TLS when given), the driver's connection task spawned on the current runtime.
+async fn connect(config: &tokio_postgres::Config, tls: &Option<MakeRustlsConnect>) -> Result<Client, tokio_postgres::Error> {
+    match tls {
+        Some(tls) => {
+            let (client, connection) = config.connect(tls.clone()).await?;
+            tokio::spawn(connection);
+            Ok(client)
+        }
+        None => {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(connection);
+            Ok(client)
+        }
+    }
 }
 
 /// Connects again after the server closed the connection between batches: pauses of 0.1 s
 /// doubling up to 3.2 s, until `within` has passed.
-async fn reconnect(config: &tokio_postgres::Config, within: Duration) -> Result<Client, StoreError> {
+async fn reconnect(config: &tokio_postgres::Config, tls: &Option<MakeRustlsConnect>, within: Duration) -> Result<Client, StoreError> {
     let started = std::time::Instant::now();
     let mut pause = Duration::from_millis(100);
     loop {
-        match connect(config).await {
+        match connect(config, tls).await {
             Ok(client) => return Ok(client),
             Err(e) if started.elapsed() + pause >= within => {
                 return Err(StoreError::Backend(format!(
@@ -266,6 +318,7 @@ async fn reconnect(config: &tokio_postgres::Config, within: Duration) -> Result<
 /// The connection thread: connects, then runs requests in order until the store is dropped.
 fn serve(
     config: tokio_postgres::Config,
+    tls: Option<MakeRustlsConnect>,
     timeout: Duration,
     mut rx: mpsc::UnboundedReceiver<Request>,
     ready: std_mpsc::SyncSender<Result<(), String>>,
@@ -278,7 +331,7 @@ fn serve(
         }
     };
     rt.block_on(async move {
-        let client = match connect(&config).await {
+        let client = match connect(&config, &tls).await {
             Ok(client) => client,
             Err(e) => {
                 let _ = ready.send(Err(backend(&e).to_string()));
@@ -291,7 +344,7 @@ fn serve(
             if session.client.is_closed() && !session.in_batch {
                 // Closed between batches (a server restart, an administrator, a network cut
                 // the keepalives found): nothing of a batch is lost, so connect again.
-                match reconnect(&config, timeout).await {
+                match reconnect(&config, &tls, timeout).await {
                     Ok(client) => session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None },
                     Err(e) => {
                         let _ = request.reply.send(Err(e));

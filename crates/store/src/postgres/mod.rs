@@ -64,16 +64,20 @@ pub struct PgOptions {
     /// fails with a clear error instead of hanging (the agent stops serving, and a new process
     /// starts from what was committed). Default 30 s.
     pub timeout: Duration,
+    /// With `sslmode=require`: PEM certificates the server's may chain to, beside the webpki
+    /// roots (a private CA, a self-signed server).
+    pub ssl_root_cert: Option<std::path::PathBuf>,
 }
 
 impl PgOptions {
-    /// Defaults for host `host`: a 10 s lease, [`DEFAULT_REMEMBER_IDS`].
+    /// Defaults for host `host`: a 10 s lease, [`DEFAULT_REMEMBER_IDS`], a 30 s timeout.
     pub fn new(host: impl Into<String>) -> PgOptions {
         PgOptions {
             host: host.into(),
             lease: Duration::from_secs(10),
             remember_ids: DEFAULT_REMEMBER_IDS,
             timeout: Duration::from_secs(30),
+            ssl_root_cert: None,
         }
     }
 
@@ -98,8 +102,9 @@ impl PgOptions {
         self
     }
 
-    /// Splits a URL into the driver's URL and these options: `acp_host`, `acp_lease_ms` and
-    /// `acp_timeout_ms` query parameters (see [`crate::open`]) are taken out; the rest stays.
+    /// Splits a URL into the driver's URL and these options: `acp_host`, `acp_lease_ms`,
+    /// `acp_timeout_ms` and `acp_ssl_root_cert` query parameters (see [`crate::open`]) are
+    /// taken out; the rest stays.
     pub fn from_url(url: &str) -> Result<(String, PgOptions), StoreError> {
         let mut options = PgOptions::new(default_host_name());
         let Some((base, query)) = url.split_once('?') else { return Ok((url.to_owned(), options)) };
@@ -112,6 +117,7 @@ impl PgOptions {
                         ms.parse().map_err(|_| StoreError::Backend(format!("acp_lease_ms={ms:?} is not a number of milliseconds")))?;
                     options.lease = Duration::from_millis(ms);
                 }
+                Some(("acp_ssl_root_cert", path)) => options.ssl_root_cert = Some(path.into()),
                 Some(("acp_timeout_ms", ms)) => {
                     let ms: u64 = ms
                         .parse()
@@ -240,7 +246,7 @@ impl PgStore {
     /// ([`StoreError::Backend`]).
     pub fn connect(url: &str, options: PgOptions) -> Result<PgStore, StoreError> {
         options.check()?;
-        let conn = Conn::open(url, options.lease, options.timeout, &options.host)?;
+        let conn = Conn::open(url, options.lease, options.timeout, &options.host, options.ssl_root_cert.as_deref())?;
         schema::migrate(&conn)?;
         Ok(PgStore { conn, options, host_epoch: 0, held: HashMap::new(), touched: BTreeSet::new(), failed: None, counters: None })
     }

@@ -181,6 +181,98 @@ pub mod fuzzing {
                 Err(_) => panic!("a request went unanswered for 5 s"),
             }
         }
+
+        /// One WebSocket connection in process: the upgrade (with `headers` added to it), then
+        /// `client_bytes` written to the socket as they are (frames the fuzzer made), then the
+        /// socket shut for writing. Everything the server wrote, until it closed the socket.
+        /// Panics when the server has not closed it 5 s after the client's last byte.
+        pub fn websocket(&self, headers: &str, client_bytes: &[u8]) -> WebSocketRun {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let service = self.service.clone();
+            self.runtime.block_on(async move {
+                let (client, server) = tokio::io::duplex(64 * 1024);
+                tokio::spawn(async move {
+                    let io = hyper_util::rt::TokioIo::new(server);
+                    // Half-closed: the client shuts its side for writing after its bytes, and
+                    // the answer to the upgrade must still come.
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .half_close(true)
+                        .serve_connection(io, service)
+                        .with_upgrades()
+                        .await;
+                });
+                let (mut read, mut write) = tokio::io::split(client);
+                // Read as the server writes, so its output never waits on the client's input.
+                let reader = tokio::spawn(async move {
+                    let mut all = Vec::new();
+                    let _ = read.read_to_end(&mut all).await;
+                    all
+                });
+                let head = format!(
+                    "GET /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                     Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{headers}\r\n"
+                );
+                let _ = write.write_all(head.as_bytes()).await;
+                let _ = write.write_all(client_bytes).await;
+                let _ = write.shutdown().await;
+                let all = match tokio::time::timeout(std::time::Duration::from_secs(5), reader).await {
+                    Ok(Ok(all)) => all,
+                    Ok(Err(e)) => panic!("the reader failed: {e}"),
+                    Err(_) => panic!("the server kept the WebSocket open 5 s after the client's last byte"),
+                };
+                WebSocketRun::parse(&all)
+            })
+        }
+    }
+
+    /// What the server wrote on one WebSocket connection ([`Server::websocket`]).
+    #[derive(Debug, Default)]
+    pub struct WebSocketRun {
+        /// The status of the answer to the upgrade.
+        pub status: u16,
+        /// The frames after a `101`: opcode and payload (a close's code is its first two
+        /// bytes); `None` when the bytes after the last whole frame are not one.
+        pub frames: Option<Vec<(u8, Vec<u8>)>>,
+    }
+
+    impl WebSocketRun {
+        fn parse(all: &[u8]) -> WebSocketRun {
+            let Some(end) = all.windows(4).position(|w| w == b"\r\n\r\n") else { return WebSocketRun::default() };
+            let head = String::from_utf8_lossy(&all[..end]);
+            let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+            let frames = if status == 101 { server_frames(&all[end + 4..]) } else { Some(Vec::new()) };
+            WebSocketRun { status, frames }
+        }
+
+        /// The code of the server's close frame, if it sent one with a code.
+        pub fn close_code(&self) -> Option<u16> {
+            self.frames
+                .as_ref()?
+                .iter()
+                .find(|(op, _)| *op == 8)
+                .and_then(|(_, p)| Some(u16::from_be_bytes([*p.first()?, *p.get(1)?])))
+        }
+    }
+
+    /// Frames as a server writes them (unmasked, RFC 6455 5.2); `None` when the bytes are not
+    /// whole frames.
+    fn server_frames(mut bytes: &[u8]) -> Option<Vec<(u8, Vec<u8>)>> {
+        let mut frames = Vec::new();
+        while !bytes.is_empty() {
+            let (&b0, rest) = bytes.split_first()?;
+            let (&b1, rest) = rest.split_first()?;
+            if b1 & 0x80 != 0 {
+                return None; // a server never masks
+            }
+            let (len, rest) = match b1 & 0x7f {
+                126 => (usize::from(u16::from_be_bytes(rest.get(..2)?.try_into().ok()?)), &rest[2..]),
+                127 => (usize::try_from(u64::from_be_bytes(rest.get(..8)?.try_into().ok()?)).ok()?, &rest[8..]),
+                n => (usize::from(n), rest),
+            };
+            frames.push((b0 & 0x0f, rest.get(..len)?.to_vec()));
+            bytes = &rest[len..];
+        }
+        Some(frames)
     }
 }
 

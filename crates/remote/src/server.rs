@@ -1001,8 +1001,9 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
         }
     });
     let (mut sink, mut frames) = socket.split();
-    let mut keepalive = tokio::time::interval(limits.keepalive);
-    keepalive.tick().await;
+    // The first ping one period from now (an interval's immediate first tick still waits for
+    // the timer's next millisecond).
+    let mut keepalive = tokio::time::interval_at(tokio::time::Instant::now() + limits.keepalive, limits.keepalive);
     let mut last_heard = Instant::now();
     let close = |code: u16, reason: &str| Message::Close(Some(CloseFrame { code, reason: close_reason(reason).into() }));
     let mut peer_closed = false;

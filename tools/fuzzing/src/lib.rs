@@ -30,8 +30,17 @@ use acp_inject_tool_support::{root, Error};
 /// the harness's own), so tracing compares cost a third of every execution and guided nothing.
 const OPERATION_TARGETS: (&[&str], u64) = (&["agent_ops", "resume_replay"], 512);
 
-pub const TARGETS: [&str; 8] =
-    ["wire_decode", "agent_line", "client_connection", "framer", "agent_ops", "resume_replay", "remote_framing", "server_requests"];
+pub const TARGETS: [&str; 9] = [
+    "wire_decode",
+    "agent_line",
+    "client_connection",
+    "framer",
+    "agent_ops",
+    "resume_replay",
+    "remote_framing",
+    "server_requests",
+    "server_websocket",
+];
 
 #[derive(clap::Subcommand)]
 pub enum Cmd {
@@ -139,6 +148,20 @@ fn seed() -> Result<(), Error> {
     ];
     for (method, flags, rest) in requests {
         write(&corpus.join("server_requests"), &[&[method, flags][..], rest].concat())?;
+    }
+    // WebSocket sessions (`[flags, then head, kind, len, payload…]` per frame; kind 4: a client
+    // line of the target's): a whole conversation then a close; a ping, a fragmented text and
+    // a binary frame; an over-limit message; raw bytes; an upgrade without the token.
+    let conversation: Vec<u8> = [0u8, 1, 2, 3, 4, 5].iter().flat_map(|i| [0x81, 4, *i]).chain([0x88, 0, 2, 0x03, 0xe8]).collect();
+    let websocket: [Vec<u8>; 5] = [
+        [&[0u8][..], &conversation].concat(),
+        vec![0, 0x89, 0, 1, b'p', 0x01, 0, 2, b'{', b'"', 0x80, 0, 1, b'}', 0x82, 0, 1, 0xff],
+        vec![0, 0x81, 8, 3],
+        [&[2u8][..], b"\x81\x05hello\x88\x00"].concat(),
+        [&[1u8][..], &conversation].concat(),
+    ];
+    for input in &websocket {
+        write(&corpus.join("server_websocket"), input)?;
     }
     // Every vector's conversation, as the lines each side receives.
     for f in json_files(&root.join("spec/vectors")) {

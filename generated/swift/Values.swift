@@ -2231,9 +2231,11 @@ public struct Policy: Sendable, Hashable, Codable {
     public let maxLiveSessions: Int
     /// Messages waiting in one session (pending injects and held prompts): one more is -32011 `too_many_pending` (R-LIMIT-1).
     public let maxPending: Int
+    /// Mint session ids without their random part (`sess_7` rather than `sess_7_` and 24 hex digits): for tests and reproducible transcripts. A session id is not a credential (R-TENANT-1), but an agent on a network keeps the default.
+    public let sequentialSessionIds: Bool
 
     /// A value with these fields.
-    public init(queueDrain: QueueDrain = .batch, steerInStream: SteerInStream = .finish, revokeReplace: RevokeReplace = .anyController, rememberIds: Int = 4096, clearStyle: ClearStyle = .upsert, maxLineBytes: Int = 16777216, listPageSize: Int = 50, maxLiveSessions: Int = 10000, maxPending: Int = 1000) {
+    public init(queueDrain: QueueDrain = .batch, steerInStream: SteerInStream = .finish, revokeReplace: RevokeReplace = .anyController, rememberIds: Int = 4096, clearStyle: ClearStyle = .upsert, maxLineBytes: Int = 16777216, listPageSize: Int = 50, maxLiveSessions: Int = 10000, maxPending: Int = 1000, sequentialSessionIds: Bool = false) {
         self.queueDrain = queueDrain
         self.steerInStream = steerInStream
         self.revokeReplace = revokeReplace
@@ -2243,6 +2245,7 @@ public struct Policy: Sendable, Hashable, Codable {
         self.listPageSize = listPageSize
         self.maxLiveSessions = maxLiveSessions
         self.maxPending = maxPending
+        self.sequentialSessionIds = sequentialSessionIds
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -2255,6 +2258,7 @@ public struct Policy: Sendable, Hashable, Codable {
         case listPageSize = "listPageSize"
         case maxLiveSessions = "maxLiveSessions"
         case maxPending = "maxPending"
+        case sequentialSessionIds = "sequentialSessionIds"
     }
 
     public init(from decoder: Decoder) throws {
@@ -2268,7 +2272,8 @@ public struct Policy: Sendable, Hashable, Codable {
             maxLineBytes: try c.decodeIfPresent(Int.self, forKey: .maxLineBytes) ?? 16777216,
             listPageSize: try c.decodeIfPresent(Int.self, forKey: .listPageSize) ?? 50,
             maxLiveSessions: try c.decodeIfPresent(Int.self, forKey: .maxLiveSessions) ?? 10000,
-            maxPending: try c.decodeIfPresent(Int.self, forKey: .maxPending) ?? 1000
+            maxPending: try c.decodeIfPresent(Int.self, forKey: .maxPending) ?? 1000,
+            sequentialSessionIds: try c.decodeIfPresent(Bool.self, forKey: .sequentialSessionIds) ?? false
         )
     }
 
@@ -2283,6 +2288,7 @@ public struct Policy: Sendable, Hashable, Codable {
         try c.encode(listPageSize, forKey: .listPageSize)
         try c.encode(maxLiveSessions, forKey: .maxLiveSessions)
         try c.encode(maxPending, forKey: .maxPending)
+        try c.encode(sequentialSessionIds, forKey: .sequentialSessionIds)
     }
 }
 
@@ -2303,6 +2309,7 @@ extension Policy: BoundaryCodable {
         var _listPageSize: Int? = nil
         var _maxLiveSessions: Int? = nil
         var _maxPending: Int? = nil
+        var _sequentialSessionIds: Bool? = nil
         for _ in 0..<count {
             let key = try r.readString()
             switch key {
@@ -2315,14 +2322,15 @@ extension Policy: BoundaryCodable {
             case "list_page_size": _listPageSize = try at("list_page_size") { try Int(boundary: &r) }
             case "max_live_sessions": _maxLiveSessions = try at("max_live_sessions") { try Int(boundary: &r) }
             case "max_pending": _maxPending = try at("max_pending") { try Int(boundary: &r) }
+            case "sequential_session_ids": _sequentialSessionIds = try at("sequential_session_ids") { try Bool(boundary: &r) }
             default: throw BoundaryError.unknownField("Policy", key)
             }
         }
-        self.init(queueDrain: _queueDrain ?? .batch, steerInStream: _steerInStream ?? .finish, revokeReplace: _revokeReplace ?? .anyController, rememberIds: _rememberIds ?? 4096, clearStyle: _clearStyle ?? .upsert, maxLineBytes: _maxLineBytes ?? 16777216, listPageSize: _listPageSize ?? 50, maxLiveSessions: _maxLiveSessions ?? 10000, maxPending: _maxPending ?? 1000)
+        self.init(queueDrain: _queueDrain ?? .batch, steerInStream: _steerInStream ?? .finish, revokeReplace: _revokeReplace ?? .anyController, rememberIds: _rememberIds ?? 4096, clearStyle: _clearStyle ?? .upsert, maxLineBytes: _maxLineBytes ?? 16777216, listPageSize: _listPageSize ?? 50, maxLiveSessions: _maxLiveSessions ?? 10000, maxPending: _maxPending ?? 1000, sequentialSessionIds: _sequentialSessionIds ?? false)
     }
 
     public func encode(boundary w: inout BoundaryWriter) {
-        w.writeMapHeader(9)
+        w.writeMapHeader(10)
         w.writeString("queue_drain"); queueDrain.encode(boundary: &w)
         w.writeString("steer_in_stream"); steerInStream.encode(boundary: &w)
         w.writeString("revoke_replace"); revokeReplace.encode(boundary: &w)
@@ -2332,6 +2340,7 @@ extension Policy: BoundaryCodable {
         w.writeString("list_page_size"); listPageSize.encode(boundary: &w)
         w.writeString("max_live_sessions"); maxLiveSessions.encode(boundary: &w)
         w.writeString("max_pending"); maxPending.encode(boundary: &w)
+        w.writeString("sequential_session_ids"); sequentialSessionIds.encode(boundary: &w)
     }
 }
 

@@ -85,3 +85,24 @@ fn another_principals_session_is_unknown_to_every_method() {
     let foreign = call(&mut agent, &alice, 5, "session/status", json!({"sessionId": his}));
     assert_eq!(foreign["error"]["code"], json!(-32002));
 }
+
+/// A session id carries 96 random bits after its ordinal, so knowing one id (or how many
+/// sessions there are) does not tell another; `policy.sequentialSessionIds` leaves them out.
+#[test]
+fn session_ids_cannot_be_guessed_unless_the_policy_says_sequential() {
+    let first_session = |config: AgentConfig| {
+        let mut agent = Agent::new(config).unwrap();
+        let conn = open(&mut agent, "c1", None);
+        let new = call(&mut agent, &conn, 1, "session/new", json!({"cwd": "/work"}));
+        new["result"]["sessionId"].as_str().expect("a session id").to_owned()
+    };
+    let (a, b) = (first_session(AgentConfig::default()), first_session(AgentConfig::default()));
+    for id in [&a, &b] {
+        let random = id.strip_prefix("sess_1_").unwrap_or_else(|| panic!("the ordinal, then the random part: {id}"));
+        assert!(random.len() == 24 && random.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{id}");
+    }
+    assert_ne!(a, b, "two agents' first sessions differ");
+    let mut sequential = AgentConfig::default();
+    sequential.policy.sequential_session_ids = true;
+    assert_eq!(first_session(sequential), "sess_1");
+}

@@ -966,8 +966,9 @@ pub(crate) fn enc_Policy(
     list_page_size: &u64,
     max_live_sessions: &u64,
     max_pending: &u64,
+    sequential_session_ids: &bool,
 ) {
-    w.map(9);
+    w.map(10);
     w.key("queue_drain");
     queue_drain.encode(w);
     w.key("steer_in_stream");
@@ -986,6 +987,8 @@ pub(crate) fn enc_Policy(
     max_live_sessions.encode(w);
     w.key("max_pending");
     max_pending.encode(w);
+    w.key("sequential_session_ids");
+    sequential_session_ids.encode(w);
 }
 #[allow(non_snake_case, unused_mut)]
 pub(crate) fn dec_Policy(
@@ -1002,6 +1005,7 @@ pub(crate) fn dec_Policy(
         u64,
         u64,
         u64,
+        bool,
     ),
     DecodeError,
 > {
@@ -1018,6 +1022,7 @@ pub(crate) fn dec_Policy(
     let mut list_page_size: ::std::option::Option<u64> = None;
     let mut max_live_sessions: ::std::option::Option<u64> = None;
     let mut max_pending: ::std::option::Option<u64> = None;
+    let mut sequential_session_ids: ::std::option::Option<bool> = None;
     for _ in 0..n {
         let key = r.key()?;
         match key {
@@ -1058,6 +1063,11 @@ pub(crate) fn dec_Policy(
             "max_pending" => {
                 max_pending = Some(Decode::decode(r).map_err(|e| e.at("max_pending"))?);
             }
+            "sequential_session_ids" => {
+                sequential_session_ids = Some(
+                    Decode::decode(r).map_err(|e| e.at("sequential_session_ids"))?,
+                );
+            }
             other => return Err(DecodeError::unknown_field("Policy", other)),
         }
     }
@@ -1097,6 +1107,10 @@ pub(crate) fn dec_Policy(
         match max_pending {
             Some(v) => v,
             None => 1000,
+        },
+        match sequential_session_ids {
+            Some(v) => v,
+            None => false,
         },
     ))
 }
@@ -7431,6 +7445,7 @@ impl Encode for acp_inject_core::agent::Policy {
             &self.list_page_size,
             &self.max_live_sessions,
             &self.max_pending,
+            &self.sequential_session_ids,
         );
     }
 }
@@ -7447,6 +7462,7 @@ impl Decode for acp_inject_core::agent::Policy {
             list_page_size,
             max_live_sessions,
             max_pending,
+            sequential_session_ids,
         ) = dec_Policy(r, n)?;
         Ok(
             build_Policy(
@@ -7459,6 +7475,7 @@ impl Decode for acp_inject_core::agent::Policy {
                 list_page_size,
                 max_live_sessions,
                 max_pending,
+                sequential_session_ids,
             ),
         )
     }
@@ -7474,6 +7491,7 @@ fn build_Policy(
     list_page_size: u64,
     max_live_sessions: u64,
     max_pending: u64,
+    sequential_session_ids: bool,
 ) -> acp_inject_core::agent::Policy {
     acp_inject_core::agent::Policy {
         queue_drain: queue_drain,
@@ -7485,6 +7503,7 @@ fn build_Policy(
         list_page_size: list_page_size,
         max_live_sessions: max_live_sessions,
         max_pending: max_pending,
+        sequential_session_ids: sequential_session_ids,
     }
 }
 impl Encode for acp_inject_core::agent::AgentInfo {

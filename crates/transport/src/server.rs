@@ -297,8 +297,9 @@ impl Server {
     fn fail(&self, e: StoreError) {
         let reason = e.to_string();
         lock(&self.failed).get_or_insert(e);
-        lock(&self.outboxes).clear();
+        // The reason first: a connection that finds its lines ended asks for it.
         self.stopped.send_if_modified(|r| r.is_none() && r.replace(reason).is_none());
+        lock(&self.outboxes).clear();
     }
 
     /// On a store several hosts share: renews this host's leases every quarter lease, until

@@ -1006,6 +1006,7 @@ class Policy(Record, frozen=True):
         list_page_size: Sessions per `session/list` page.
         max_live_sessions: Live sessions the agent holds at once: one more (`session/new`, or a resume that loads one) is -32011 `too_many_sessions` (R-LIMIT-1).
         max_pending: Messages waiting in one session (pending injects and held prompts): one more is -32011 `too_many_pending` (R-LIMIT-1).
+        sequential_session_ids: Mint session ids without their random part (`sess_7` rather than `sess_7_` and 24 hex digits): for tests and reproducible transcripts. A session id is not a credential (R-TENANT-1), but an agent on a network keeps the default.
     """
 
     queue_drain: QueueDrain = QueueDrain.BATCH
@@ -1017,6 +1018,7 @@ class Policy(Record, frozen=True):
     list_page_size: int = 50
     max_live_sessions: int = 10000
     max_pending: int = 1000
+    sequential_session_ids: bool = False
 
 
 __all__.append("Policy")

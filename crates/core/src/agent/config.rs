@@ -63,6 +63,10 @@ pub struct Policy {
     /// Messages waiting in one session, pending injects and held prompts together: one more
     /// is -32011 `too_many_pending` (R-LIMIT-1).
     pub max_pending: u64,
+    /// Mint session ids without their random part (`sess_7` rather than `sess_7_` and 24 hex
+    /// digits): for tests and reproducible transcripts. A session id is not a credential
+    /// (R-TENANT-1), but an agent on a network keeps the default.
+    pub sequential_session_ids: bool,
 }
 
 /// The default bound on live sessions.
@@ -110,6 +114,7 @@ impl Default for Policy {
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
             max_live_sessions: DEFAULT_MAX_LIVE_SESSIONS,
             max_pending: DEFAULT_MAX_PENDING,
+            sequential_session_ids: false,
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! [`Agent`] owns the sessions of one agent process. It reads client lines
 //! ([`Agent::handle_line`]) and runtime events ([`Agent::runtime_event`]) and queues
-//! [`Output`]s; it does no I/O, reads no clock and spawns nothing. After each call (or each
+//! [`Output`]s; it does no I/O, reads no clock and spawns nothing (the random part of a new
+//! session's id is its one draw from the system). After each call (or each
 //! batch of calls), [`Agent::drain`] commits what the batch changed to the [`Store`] and
 //! returns the outputs, in order (the vectors call this an `expect`).
 //!
@@ -16,7 +17,8 @@
 //! let outputs = agent.drain().unwrap();
 //! let Output::Line { to, line } = &outputs[1] else { panic!() };
 //! assert_eq!(to, &[app]);
-//! assert!(line.contains(r#""sessionId":"sess_1""#));
+//! // The ordinal, then 96 random bits (`policy.sequential_session_ids` leaves them out).
+//! assert!(line.contains(r#""sessionId":"sess_1_"#));
 //! ```
 
 mod config;

@@ -311,8 +311,21 @@ impl Agent {
         let dirs = p.additional_directories.unwrap_or_default();
         tri!(self.check_directories(&dirs));
         tri!(self.room_for_a_session());
+        // The ordinal keeps ids unique (across hosts too); the random part keeps them from being
+        // guessed.
+        let unguessable = if self.config.policy.sequential_session_ids {
+            String::new()
+        } else {
+            // 96 random bits: a version 4 UUID's bytes but those of its version and variant.
+            let uuid = uuid::Uuid::new_v4();
+            let b = uuid.as_bytes();
+            [b[0], b[1], b[2], b[3], b[4], b[5], b[7], b[9], b[10], b[11], b[12], b[13]].iter().fold(String::from("_"), |mut s, b| {
+                s.push_str(&format!("{b:02x}"));
+                s
+            })
+        };
         let id = loop {
-            let id = SessionId(format!("sess_{}{}", self.scope, self.counters.next_session));
+            let id = SessionId(format!("sess_{}{}{unguessable}", self.scope, self.counters.next_session));
             if !self.sessions.contains_key(&id) && !matches!(self.store.session(&id), Ok(Some(_))) {
                 break id;
             }

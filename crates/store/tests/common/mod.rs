@@ -6,13 +6,18 @@ use acp_inject_core::agent::{Agent, AgentConfig, Output, PermissionAsk, Policy, 
 use acp_inject_core::wire::{PermissionOption, RequestId, SessionUpdate};
 use serde_json::{json, Value};
 
-/// Queue and steer injects with replace, steers finishing their stream.
+/// Queue and steer injects with replace, steers finishing their stream; session ids without
+/// their random part, so the tests can name them (`sess_1`, `sess_a-1`).
 pub fn config(remember_ids: u64) -> AgentConfig {
     let inject = serde_json::from_value(json!({
         "modes": ["queue", "steer"], "pending": { "replace": true }, "steerInStream": ["finish"]
     }))
     .unwrap();
-    AgentConfig { inject: Some(inject), policy: Policy { remember_ids, ..Policy::default() }, ..Default::default() }
+    AgentConfig {
+        inject: Some(inject),
+        policy: Policy { remember_ids, sequential_session_ids: true, ..Policy::default() },
+        ..Default::default()
+    }
 }
 
 pub fn text(t: &str) -> Value {

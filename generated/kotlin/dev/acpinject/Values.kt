@@ -3321,6 +3321,8 @@ public data class Policy(
     public val maxLiveSessions: Long = 10000L,
     /** Messages waiting in one session (pending injects and held prompts): one more is -32011 `too_many_pending` (R-LIMIT-1). */
     public val maxPending: Long = 1000L,
+    /** Mint session ids without their random part (`sess_7` rather than `sess_7_` and 24 hex digits): for tests and reproducible transcripts. A session id is not a credential (R-TENANT-1), but an agent on a network keeps the default. */
+    public val sequentialSessionIds: Boolean = false,
 )
 
 internal object PolicyCodec : ValueCodec<Policy>() {
@@ -3340,6 +3342,7 @@ internal object PolicyCodec : ValueCodec<Policy>() {
         var f6: Long = 50L
         var f7: Long = 10000L
         var f8: Long = 1000L
+        var f9: Boolean = false
         for (i in 0 until n) {
             when (val key = r.key()) {
                 "queue_drain" -> f0 = r.field(key) { QueueDrainCodec.read(r) }
@@ -3351,6 +3354,7 @@ internal object PolicyCodec : ValueCodec<Policy>() {
                 "list_page_size" -> f6 = r.field(key) { r.u64() }
                 "max_live_sessions" -> f7 = r.field(key) { r.u64() }
                 "max_pending" -> f8 = r.field(key) { r.u64() }
+                "sequential_session_ids" -> f9 = r.field(key) { r.bool() }
                 else -> throw DecodeException.unknownField(TAG, key)
             }
         }
@@ -3364,11 +3368,12 @@ internal object PolicyCodec : ValueCodec<Policy>() {
             listPageSize = f6,
             maxLiveSessions = f7,
             maxPending = f8,
+            sequentialSessionIds = f9,
         )
     }
 
     override fun write(w: ValueWriter, value: Policy) {
-        w.map(9)
+        w.map(10)
         w.key("queue_drain")
         QueueDrainCodec.write(w, value.queueDrain)
         w.key("steer_in_stream")
@@ -3387,6 +3392,8 @@ internal object PolicyCodec : ValueCodec<Policy>() {
         w.long(value.maxLiveSessions)
         w.key("max_pending")
         w.long(value.maxPending)
+        w.key("sequential_session_ids")
+        w.bool(value.sequentialSessionIds)
     }
 }
 

@@ -256,14 +256,14 @@ impl Server {
         // within its limit as the batch began, so a replay larger than the limit (a resume of a
         // long session) goes out, drained by the writer at the client's pace; a connection
         // still over its limit when the next batch comes is too far behind.
-        let mut began_within: HashMap<ConnId, bool> = HashMap::new();
+        let mut began_behind: HashMap<ConnId, bool> = HashMap::new();
         for o in outputs {
             match o {
                 Output::Line { to, line } => {
                     for conn in &to {
                         let Some(outbox) = outboxes.get(conn) else { continue };
                         let state = &outbox.state;
-                        let began = *began_within.entry(conn.clone()).or_insert_with(|| state.behind());
+                        let began = *began_behind.entry(conn.clone()).or_insert_with(|| state.behind());
                         // The budget is looked at line by line: past it, a batch stops growing
                         // a queue that holds much, whole batch or not.
                         let room = if began { Room::Behind } else { state.room_for(line.len()) };

@@ -8,8 +8,13 @@ use acp_inject_core::agent::{AgentConfig, UserInput};
 use acp_inject_transport::budget::SHED_ABOVE;
 use acp_inject_transport::{AgentRuntime, AgentServer, Lines, MemoryBudget, ServeOptions, TurnContext, TurnEnd};
 
-/// Streams 64 chunks of 4 KiB a turn: 256 KiB of output, more than [`SHED_ABOVE`].
-struct Talkative;
+/// Streams 64 chunks of 4 KiB a turn: 256 KiB of output, more than [`SHED_ABOVE`]. In the
+/// session `paced` names, each chunk waits for a permit of `read` (the client that reads says
+/// it read one), so how far the reader falls behind does not depend on the machine's load.
+struct Talkative {
+    paced: std::sync::Mutex<Option<String>>,
+    read: tokio::sync::Semaphore,
+}
 
 #[async_trait::async_trait]
 impl AgentRuntime for Talkative {
@@ -17,6 +22,10 @@ impl AgentRuntime for Talkative {
         let reply = turn.new_message_id();
         let chunk = "x".repeat(4096);
         for _ in 0..64 {
+            let paced = self.paced.lock().unwrap().as_deref() == Some(turn.session_id().0.as_str());
+            if paced {
+                self.read.acquire().await.expect("open").forget();
+            }
             if turn.send_text(&reply, &chunk).is_err() {
                 break;
             }
@@ -64,7 +73,12 @@ fn session_id(lines: &[String]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_budget_the_connection_that_does_not_read_is_shed_and_the_reader_goes_on() {
-    let agent = AgentServer::new(Arc::new(Talkative), ServeOptions { config: AgentConfig::default(), store: None }).unwrap();
+    let talkative = Arc::new(Talkative { paced: std::sync::Mutex::new(None), read: tokio::sync::Semaphore::new(0) });
+    let agent = AgentServer::new(
+        Arc::clone(&talkative) as Arc<dyn AgentRuntime>,
+        ServeOptions { config: AgentConfig::default(), store: None },
+    )
+    .unwrap();
     let budget = MemoryBudget::new(128 * 1024);
     agent.limit_memory(Arc::clone(&budget));
     let limit = 64 * 1024 * 1024;
@@ -91,9 +105,27 @@ async fn past_the_budget_the_connection_that_does_not_read_is_shed_and_the_reade
     assert!(!idle_lines.overflowed(), "shed for the budget, not for its own limit");
     assert!(budget.held() < SHED_ABOVE + 8 * 1024, "the shed queue was not kept: {} bytes held", budget.held());
 
-    // The reader's turn streams its 256 KiB too: read as it comes, it never holds much.
+    // The reader's turn streams its 256 KiB too, at most two chunks ahead of its reading: it
+    // never holds much, and is served whole.
+    *talkative.paced.lock().unwrap() = Some(reader_session.clone());
+    talkative.read.add_permits(2);
     reader.receive_message(prompt(2, &reader_session).as_bytes()).unwrap();
-    let seen = read_until(&mut reader_lines, r#""state":"idle""#).await;
+    let mut seen = Vec::new();
+    let done = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(line) = reader_lines.next().await {
+            if line.contains("agent_message_chunk") {
+                talkative.read.add_permits(1);
+            }
+            let idle = line.contains(r#""state":"idle""#);
+            seen.push(line);
+            if idle {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(done, Ok(true), "the reader's turn reached its end: {} lines", seen.len());
     let chunks = seen.iter().filter(|l| l.contains("agent_message_chunk")).count();
     assert_eq!(chunks, 64, "every chunk reached the client that reads");
     assert!(!reader_lines.shed());

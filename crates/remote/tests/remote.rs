@@ -587,9 +587,25 @@ async fn stop_reading(limits: Limits) -> (Option<u16>, usize) {
     })
     .await
     .expect("the connection ends");
-    // The agent is fine: another client gets the session's status.
-    let conn = Endpoint::new(format!("ws://{addr}/acp")).connect(ConnectOptions::default()).await.unwrap();
-    let status = conn.resume(&acp_inject_core::wire::SessionId(session), "/tmp", false).await.unwrap().status().await.unwrap();
+    // The agent is fine: another client gets the session's status. (While the turn still
+    // streams as fast as it can, a budget as small as the test's sheds the client it streams
+    // to as well, as it should: that client tries again until the turn has ended.)
+    let mut tries = 0;
+    let status = loop {
+        tries += 1;
+        let attempt = async {
+            let conn = Endpoint::new(format!("ws://{addr}/acp")).connect(ConnectOptions::default()).await?;
+            conn.resume(&acp_inject_core::wire::SessionId(session.clone()), "/tmp", false).await?.status().await
+        };
+        match attempt.await {
+            Ok(status) => break status,
+            Err(e) if tries < 60 => {
+                eprintln!("stop_reading: try {tries}: {e}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => panic!("the agent did not serve the session again: {e}"),
+        }
+    };
     assert_eq!(status.status, acp_inject_core::wire::SessionStatus::Open);
     (code, seen)
 }

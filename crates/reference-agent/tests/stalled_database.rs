@@ -13,6 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -43,24 +45,20 @@ impl Drop for Running {
 }
 
 /// A backend stopped by the test, let go however the test ends.
-struct Stopped(i32);
+struct Stopped(Pid);
 
 impl Stopped {
     fn stop(pid: i32) -> Stopped {
-        signal(pid, "-STOP");
+        let pid = Pid::from_raw(pid);
+        kill(pid, Signal::SIGSTOP).expect("SIGSTOP the backend");
         Stopped(pid)
     }
 }
 
 impl Drop for Stopped {
     fn drop(&mut self) {
-        signal(self.0, "-CONT");
+        let _ = kill(self.0, Signal::SIGCONT);
     }
-}
-
-fn signal(pid: i32, sig: &str) {
-    let ok = Command::new("kill").args([sig, &pid.to_string()]).status().expect("kill").success();
-    assert!(ok, "kill {sig} {pid}");
 }
 
 async fn send(ws: &mut Socket, v: Value) {

@@ -385,8 +385,6 @@ struct HttpConn {
     buffered: AtomicUsize,
     /// Open SSE streams (an idle connection has none and sends nothing).
     streams_open: AtomicUsize,
-    /// The listener's memory budget, which its mailboxes count against.
-    budget: Arc<MemoryBudget>,
     last_active: Mutex<Instant>,
     ended: CancellationToken,
 }
@@ -426,7 +424,8 @@ impl HttpConn {
 
     /// Routes one line of the core's to its stream (counted in [`HttpConn::buffered`], which
     /// [`router`] checks). `Err` when a limit was passed.
-    fn route_line(&self, line: String, limits: &Limits) -> Result<(), &'static str> {
+    fn route_line(&self, line: String, shared: &Shared) -> Result<(), &'static str> {
+        let limits = &shared.options.limits;
         let envelope = route::envelope(line.as_bytes()).unwrap_or_default();
         let mut routing = lock(&self.routing);
         let to = if envelope.is_response() {
@@ -441,7 +440,7 @@ impl HttpConn {
                 if !routing.sessions.contains_key(&session) && !routing.make_room(limits.max_sessions_per_connection) {
                     return Err("too many sessions on one connection (max_sessions_per_connection)");
                 }
-                routing.sessions.entry(session).or_insert_with(|| Arc::new(Mailbox::new(&self.budget)))
+                routing.sessions.entry(session).or_insert_with(|| Arc::new(Mailbox::new(&shared.budget)))
             }
         };
         mailbox.push(line);
@@ -515,11 +514,11 @@ impl Shared {
 
     /// Holds an incoming message's bytes while it is handled: a small one always, one of
     /// [`SHED_ABOVE`] bytes or more only when it fits in the budget.
-    fn hold_message(&self, bytes: usize) -> Option<Option<Held>> {
+    fn hold_message(&self, bytes: usize) -> Option<Held> {
         if bytes < SHED_ABOVE {
-            return Some(None);
+            return Some(self.budget.hold_while(bytes));
         }
-        self.budget.try_hold(bytes).map(Some)
+        self.budget.try_hold(bytes)
     }
 
     fn remove(&self, id: &str) {
@@ -554,8 +553,6 @@ fn text(status: StatusCode, body: &str) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body.to_owned()).into_response()
 }
 
-/// A JSON-RPC error response (id `null`: the message was not one the core could take) as an
-/// HTTP response's body.
 /// Why a new connection was refused ([`Shared::admit`]).
 enum Refused {
     Stopping,
@@ -573,13 +570,18 @@ impl IntoResponse for Refused {
     }
 }
 
+/// Why load was shed: the 503's text, the 1013 close's reason, the log line's.
+const OVER_BUDGET: &str = "the agent is at its memory budget (max_memory)";
+
 /// 503 for the memory budget: the client tries again later.
 fn over_budget() -> Response {
-    let mut response = text(StatusCode::SERVICE_UNAVAILABLE, "The agent is at its memory budget (max_memory): try again later");
+    let mut response = text(StatusCode::SERVICE_UNAVAILABLE, &format!("{OVER_BUDGET}: try again later"));
     response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     response
 }
 
+/// A JSON-RPC error response (id `null`: the message was not one the core could take) as an
+/// HTTP response's body.
 fn json_rpc_error(status: StatusCode, error: &ErrorObject) -> Response {
     let body = jsonrpc::error_line(&RequestId::Null, error);
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
@@ -792,7 +794,6 @@ async fn initialize(shared: Arc<Shared>, principal: Option<String>, envelope: En
             sessions: HashMap::new(),
             answers: HashMap::new(),
         }),
-        budget: Arc::clone(&shared.budget),
         buffered: AtomicUsize::new(0),
         streams_open: AtomicUsize::new(0),
         last_active: Mutex::new(Instant::now()),
@@ -809,7 +810,7 @@ async fn initialize(shared: Arc<Shared>, principal: Option<String>, envelope: En
                 break Some(line)
             }
             Some(line) => {
-                let _ = conn.route_line(line, &shared.options.limits);
+                let _ = conn.route_line(line, &shared);
             }
             None => break None,
         }
@@ -842,7 +843,7 @@ async fn router(shared: Arc<Shared>, conn: Arc<HttpConn>, mut lines: Lines) {
         };
         let Some(line) = line else {
             if lines.shed() {
-                eprintln!("acp-inject-remote: closing connection {}: the agent is at its memory budget (max_memory)", conn.id);
+                eprintln!("acp-inject-remote: closing connection {}: {OVER_BUDGET}", conn.id);
             }
             break;
         };
@@ -860,10 +861,10 @@ async fn router(shared: Arc<Shared>, conn: Arc<HttpConn>, mut lines: Lines) {
         let mut next = Some(line);
         while let Some(line) = next {
             if shared.budget.over() && conn.buffered.load(Ordering::Relaxed) + line.len() >= SHED_ABOVE {
-                eprintln!("acp-inject-remote: closing connection {}: the agent is at its memory budget (max_memory)", conn.id);
+                eprintln!("acp-inject-remote: closing connection {}: {OVER_BUDGET}", conn.id);
                 break 'routing;
             }
-            if let Err(reason) = conn.route_line(line, limits) {
+            if let Err(reason) = conn.route_line(line, &shared) {
                 eprintln!("acp-inject-remote: closing connection {}: {reason}", conn.id);
                 break 'routing;
             }
@@ -990,7 +991,7 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
     // The client's messages are handled in order by a task of their own, so the socket goes
     // on (pings answered, output written) while a message waits on the store; a client more
     // than `INBOX` messages ahead waits to be read.
-    let (inbox, mut handling) = tokio::sync::mpsc::channel::<(Utf8Bytes, Option<Held>)>(INBOX);
+    let (inbox, mut handling) = tokio::sync::mpsc::channel::<(Utf8Bytes, Held)>(INBOX);
     let (failed_tx, mut failed) = tokio::sync::oneshot::channel::<()>();
     let handler = tokio::spawn(async move {
         while let Some((text, _held)) = handling.recv().await {
@@ -1014,7 +1015,7 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
                 match frame {
                     Some(Ok(Message::Text(text))) => {
                         let Some(held) = shared.hold_message(text.len()) else {
-                            break Some(close(1013, "the agent is at its memory budget (max_memory): try again later"));
+                            break Some(close(1013, &format!("{OVER_BUDGET}: try again later")));
                         };
                         if inbox.send((text, held)).await.is_err() {
                             break Some(stopped(&shared));
@@ -1068,7 +1069,7 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
                         w = tokio::time::timeout(limits.idle_timeout, write) => matches!(w, Ok(Ok(()))),
                         () = shared.stopping.cancelled() => false,
                         () = shed => {
-                            eprintln!("acp-inject-remote: closing connection {id}: the agent is at its memory budget (max_memory)");
+                            eprintln!("acp-inject-remote: closing connection {id}: {OVER_BUDGET}");
                             false
                         }
                     };
@@ -1077,13 +1078,11 @@ async fn websocket(shared: Arc<Shared>, _slot: Slot, id: String, principal: Opti
                     }
                 }
                 None if lines.overflowed() => break Some(close(1008, "the client read too slowly (max_buffered_bytes)")),
-                None if lines.shed() => break Some(close(1013, "the agent is at its memory budget (max_memory): resume later")),
+                None if lines.shed() => break Some(close(1013, &format!("{OVER_BUDGET}: resume later"))),
                 // The store failed, or (several hosts) another host took a session over:
                 // the client learns why, and resumes elsewhere.
-                None => match shared.agent.stop_reason() {
-                    Some(why) => break Some(close(1011, &format!("the agent stopped: {why}"))),
-                    None => break Some(close(1001, "the server is going away")),
-                },
+                None if shared.agent.stop_reason().is_some() => break Some(stopped(&shared)),
+                None => break Some(close(1001, "the server is going away")),
             },
             _ = &mut failed => break Some(stopped(&shared)),
             () = shared.stopping.cancelled() => break Some(close(1001, "the agent is shutting down")),

@@ -319,10 +319,8 @@ impl Agent {
             // 96 random bits: a version 4 UUID's bytes but those of its version and variant.
             let uuid = uuid::Uuid::new_v4();
             let b = uuid.as_bytes();
-            [b[0], b[1], b[2], b[3], b[4], b[5], b[7], b[9], b[10], b[11], b[12], b[13]].iter().fold(String::from("_"), |mut s, b| {
-                s.push_str(&format!("{b:02x}"));
-                s
-            })
+            let random = [b[0], b[1], b[2], b[3], b[4], b[5], b[7], b[9], b[10], b[11], b[12], b[13]];
+            format!("_{}", random.iter().map(|b| format!("{b:02x}")).collect::<String>())
         };
         let id = loop {
             let id = SessionId(format!("sess_{}{}{unguessable}", self.scope, self.counters.next_session));

@@ -608,7 +608,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 30429:
+    if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 44424:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 45764:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -1387,6 +1387,7 @@ _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.argtypes = 
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_close_session.restype = None
 _UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen.argtypes = (
     ctypes.c_uint64,
+    _UniffiRustBuffer,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
     _UniffiRustBuffer,
@@ -4335,7 +4336,7 @@ class AgentServerProtocol(typing.Protocol):
         Closes a session from the agent's side.
 """
         raise NotImplementedError
-    async def listen(self, addr: str,bearer_token: typing.Optional[str],principal_tokens: dict[str, str],allowed_origins: typing.List[str]) -> str:
+    async def listen(self, addr: str,bearer_token: typing.Optional[str],principal_tokens: dict[str, str],allowed_origins: typing.List[str],limits: bytes) -> str:
         """
         Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
         Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
@@ -4346,7 +4347,9 @@ class AgentServerProtocol(typing.Protocol):
         included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
         client sees the sessions its principal created and no other (R-TENANT-1); the shared
         `bearer_token`, when given beside them, sees the sessions created without one.
-        `allowed_origins` lists the browser origins that may call.
+        `allowed_origins` lists the browser origins that may call. `limits` (a `ListenLimits`) bounds
+        what clients may take (connections, messages, buffered output, memory); a zero limit
+        is refused with `AcpError.Config`.
 """
         raise NotImplementedError
     async def run_stdio(self, ) -> None:
@@ -4447,7 +4450,7 @@ class AgentServer(AgentServerProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    async def listen(self, addr: str,bearer_token: typing.Optional[str],principal_tokens: dict[str, str],allowed_origins: typing.List[str]) -> str:
+    async def listen(self, addr: str,bearer_token: typing.Optional[str],principal_tokens: dict[str, str],allowed_origins: typing.List[str],limits: bytes) -> str:
         """
         Serves over the network on `addr` (`HOST:PORT`; port 0 picks a free one): the upstream
         Streamable HTTP & WebSocket transport on `/acp`. Returns the endpoint's URL
@@ -4458,7 +4461,9 @@ class AgentServer(AgentServerProtocol):
         included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
         client sees the sessions its principal created and no other (R-TENANT-1); the shared
         `bearer_token`, when given beside them, sees the sessions created without one.
-        `allowed_origins` lists the browser origins that may call.
+        `allowed_origins` lists the browser origins that may call. `limits` (a `ListenLimits`) bounds
+        what clients may take (connections, messages, buffered output, memory); a zero limit
+        is refused with `AcpError.Config`.
 """
         
         _UniffiFfiConverterString.check_lower(addr)
@@ -4468,12 +4473,15 @@ class AgentServer(AgentServerProtocol):
         _UniffiFfiConverterMapStringString.check_lower(principal_tokens)
 
         _UniffiFfiConverterSequenceString.check_lower(allowed_origins)
+
+        _UniffiFfiConverterBytes.check_lower(limits)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
             _UniffiFfiConverterString.lower(addr),
             _UniffiFfiConverterOptionalString.lower(bearer_token),
             _UniffiFfiConverterMapStringString.lower(principal_tokens),
             _UniffiFfiConverterSequenceString.lower(allowed_origins),
+            _UniffiFfiConverterBytes.lower(limits),
         )
         _uniffi_lift_return = _UniffiFfiConverterString.lift
         _uniffi_error_converter = _UniffiFfiConverterTypeFfiError

@@ -1900,9 +1900,11 @@ public protocol AgentServerProtocol: AnyObject, Sendable {
      * included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
      * client sees the sessions its principal created and no other (R-TENANT-1); the shared
      * `bearer_token`, when given beside them, sees the sessions created without one.
-     * `allowed_origins` lists the browser origins that may call.
+     * `allowed_origins` lists the browser origins that may call. `limits` (a `ListenLimits`) bounds
+     * what clients may take (connections, messages, buffered output, memory); a zero limit
+     * is refused with `AcpError.Config`.
      */
-    func listen(addr: String, bearerToken: String?, principalTokens: [String: String], allowedOrigins: [String]) async throws  -> String
+    func listen(addr: String, bearerToken: String?, principalTokens: [String: String], allowedOrigins: [String], limits: Data) async throws  -> String
     
     /**
      * Serves over this process's stdin/stdout until the client closes stdin.
@@ -2029,14 +2031,16 @@ open func closeSession(sessionId: String)throws   {try rustCallWithError(FfiConv
      * included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
      * client sees the sessions its principal created and no other (R-TENANT-1); the shared
      * `bearer_token`, when given beside them, sees the sessions created without one.
-     * `allowed_origins` lists the browser origins that may call.
+     * `allowed_origins` lists the browser origins that may call. `limits` (a `ListenLimits`) bounds
+     * what clients may take (connections, messages, buffered output, memory); a zero limit
+     * is refused with `AcpError.Config`.
      */
-open func listen(addr: String, bearerToken: String?, principalTokens: [String: String], allowedOrigins: [String])async throws  -> String  {
+open func listen(addr: String, bearerToken: String?, principalTokens: [String: String], allowedOrigins: [String], limits: Data)async throws  -> String  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_acp_inject_ffi_fn_method_agentserver_listen(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(addr),FfiConverterOptionString.lower(bearerToken),FfiConverterDictionaryStringString.lower(principalTokens),FfiConverterSequenceString.lower(allowedOrigins)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(addr),FfiConverterOptionString.lower(bearerToken),FfiConverterDictionaryStringString.lower(principalTokens),FfiConverterSequenceString.lower(allowedOrigins),FfiConverterData.lower(limits)
                 )
             },
             pollFunc: ffi_acp_inject_ffi_rust_future_poll_rust_buffer,
@@ -4706,7 +4710,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() != 1025) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 30429) {
+    if (uniffi_acp_inject_ffi_checksum_method_agentserver_listen() != 44424) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() != 45764) {

@@ -818,7 +818,7 @@ void uniffi_acp_inject_ffi_fn_method_agentserver_close_session(uint64_t ptr, Rus
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_LISTEN
 #define UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_LISTEN
-uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_listen(uint64_t ptr, RustBuffer addr, RustBuffer bearer_token, RustBuffer principal_tokens, RustBuffer allowed_origins
+uint64_t uniffi_acp_inject_ffi_fn_method_agentserver_listen(uint64_t ptr, RustBuffer addr, RustBuffer bearer_token, RustBuffer principal_tokens, RustBuffer allowed_origins, RustBuffer limits
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ACP_INJECT_FFI_FN_METHOD_AGENTSERVER_RUN_STDIO

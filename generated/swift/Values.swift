@@ -3990,6 +3990,139 @@ extension ConnectOptions: BoundaryCodable {
     }
 }
 
+/// What one network listener allows its clients (`listen`): each limit has its own refusal, and none may be zero.
+public struct ListenLimits: Sendable, Hashable, Codable {
+    /// The largest message (request body or WebSocket message), in bytes: 413, or close 1009.
+    public let maxMessageBytes: Int
+    /// Client connections at once, HTTP and WebSocket: 503.
+    public let maxConnections: Int
+    /// TCP connections open at once, before any authentication: one more is closed as soon as it is accepted.
+    public let maxSockets: Int
+    /// How long a TCP connection may go without sending a whole request (HTTP/1.1 or HTTP/2), in milliseconds, before it is closed.
+    public let firstRequestTimeoutMs: Int
+    /// Sessions whose messages one connection carries: 429.
+    public let maxSessionsPerConnection: Int
+    /// Bytes waiting for one client to read them: past it (after a batch that began within it) the connection is ended and its client resumes.
+    public let maxBufferedBytes: Int
+    /// Bytes of events a Streamable HTTP stream keeps for a reconnect with `Last-Event-ID`; past it such a reconnect is answered 410 (resume the session instead). Zero keeps none.
+    public let replayWindowBytes: Int
+    /// How long a connection may be silent (no request, no open stream, no frame), in milliseconds.
+    public let idleTimeoutMs: Int
+    /// How often an open stream or socket is kept alive, in milliseconds.
+    public let keepaliveMs: Int
+    /// The listener's memory budget in bytes, a ceiling on what it holds for clients (unread output, messages in hand, events kept for a reconnect): from half of it new connections get 503 with `Retry-After`, a message of 16 KiB or more 503 or close 1013, and a connection holding 16 KiB or more of unread output is ended (close 1013).
+    public let maxMemory: Int
+
+    /// A value with these fields.
+    public init(maxMessageBytes: Int = 16777216, maxConnections: Int = 4096, maxSockets: Int = 16384, firstRequestTimeoutMs: Int = 30000, maxSessionsPerConnection: Int = 256, maxBufferedBytes: Int = 67108864, replayWindowBytes: Int = 4194304, idleTimeoutMs: Int = 300000, keepaliveMs: Int = 15000, maxMemory: Int = 1073741824) {
+        self.maxMessageBytes = maxMessageBytes
+        self.maxConnections = maxConnections
+        self.maxSockets = maxSockets
+        self.firstRequestTimeoutMs = firstRequestTimeoutMs
+        self.maxSessionsPerConnection = maxSessionsPerConnection
+        self.maxBufferedBytes = maxBufferedBytes
+        self.replayWindowBytes = replayWindowBytes
+        self.idleTimeoutMs = idleTimeoutMs
+        self.keepaliveMs = keepaliveMs
+        self.maxMemory = maxMemory
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case maxMessageBytes = "maxMessageBytes"
+        case maxConnections = "maxConnections"
+        case maxSockets = "maxSockets"
+        case firstRequestTimeoutMs = "firstRequestTimeoutMs"
+        case maxSessionsPerConnection = "maxSessionsPerConnection"
+        case maxBufferedBytes = "maxBufferedBytes"
+        case replayWindowBytes = "replayWindowBytes"
+        case idleTimeoutMs = "idleTimeoutMs"
+        case keepaliveMs = "keepaliveMs"
+        case maxMemory = "maxMemory"
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            maxMessageBytes: try c.decodeIfPresent(Int.self, forKey: .maxMessageBytes) ?? 16777216,
+            maxConnections: try c.decodeIfPresent(Int.self, forKey: .maxConnections) ?? 4096,
+            maxSockets: try c.decodeIfPresent(Int.self, forKey: .maxSockets) ?? 16384,
+            firstRequestTimeoutMs: try c.decodeIfPresent(Int.self, forKey: .firstRequestTimeoutMs) ?? 30000,
+            maxSessionsPerConnection: try c.decodeIfPresent(Int.self, forKey: .maxSessionsPerConnection) ?? 256,
+            maxBufferedBytes: try c.decodeIfPresent(Int.self, forKey: .maxBufferedBytes) ?? 67108864,
+            replayWindowBytes: try c.decodeIfPresent(Int.self, forKey: .replayWindowBytes) ?? 4194304,
+            idleTimeoutMs: try c.decodeIfPresent(Int.self, forKey: .idleTimeoutMs) ?? 300000,
+            keepaliveMs: try c.decodeIfPresent(Int.self, forKey: .keepaliveMs) ?? 15000,
+            maxMemory: try c.decodeIfPresent(Int.self, forKey: .maxMemory) ?? 1073741824
+        )
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(maxMessageBytes, forKey: .maxMessageBytes)
+        try c.encode(maxConnections, forKey: .maxConnections)
+        try c.encode(maxSockets, forKey: .maxSockets)
+        try c.encode(firstRequestTimeoutMs, forKey: .firstRequestTimeoutMs)
+        try c.encode(maxSessionsPerConnection, forKey: .maxSessionsPerConnection)
+        try c.encode(maxBufferedBytes, forKey: .maxBufferedBytes)
+        try c.encode(replayWindowBytes, forKey: .replayWindowBytes)
+        try c.encode(idleTimeoutMs, forKey: .idleTimeoutMs)
+        try c.encode(keepaliveMs, forKey: .keepaliveMs)
+        try c.encode(maxMemory, forKey: .maxMemory)
+    }
+}
+
+extension ListenLimits: BoundaryCodable {
+    public init(boundary r: inout BoundaryReader) throws {
+        let n = try r.readMapHeader()
+        try self.init(boundaryFields: &r, count: n)
+    }
+
+    /// The value from the `count` remaining pairs of its map.
+    init(boundaryFields r: inout BoundaryReader, count: Int) throws {
+        var _maxMessageBytes: Int? = nil
+        var _maxConnections: Int? = nil
+        var _maxSockets: Int? = nil
+        var _firstRequestTimeoutMs: Int? = nil
+        var _maxSessionsPerConnection: Int? = nil
+        var _maxBufferedBytes: Int? = nil
+        var _replayWindowBytes: Int? = nil
+        var _idleTimeoutMs: Int? = nil
+        var _keepaliveMs: Int? = nil
+        var _maxMemory: Int? = nil
+        for _ in 0..<count {
+            let key = try r.readString()
+            switch key {
+            case "max_message_bytes": _maxMessageBytes = try at("max_message_bytes") { try Int(boundary: &r) }
+            case "max_connections": _maxConnections = try at("max_connections") { try Int(boundary: &r) }
+            case "max_sockets": _maxSockets = try at("max_sockets") { try Int(boundary: &r) }
+            case "first_request_timeout_ms": _firstRequestTimeoutMs = try at("first_request_timeout_ms") { try Int(boundary: &r) }
+            case "max_sessions_per_connection": _maxSessionsPerConnection = try at("max_sessions_per_connection") { try Int(boundary: &r) }
+            case "max_buffered_bytes": _maxBufferedBytes = try at("max_buffered_bytes") { try Int(boundary: &r) }
+            case "replay_window_bytes": _replayWindowBytes = try at("replay_window_bytes") { try Int(boundary: &r) }
+            case "idle_timeout_ms": _idleTimeoutMs = try at("idle_timeout_ms") { try Int(boundary: &r) }
+            case "keepalive_ms": _keepaliveMs = try at("keepalive_ms") { try Int(boundary: &r) }
+            case "max_memory": _maxMemory = try at("max_memory") { try Int(boundary: &r) }
+            default: throw BoundaryError.unknownField("ListenLimits", key)
+            }
+        }
+        self.init(maxMessageBytes: _maxMessageBytes ?? 16777216, maxConnections: _maxConnections ?? 4096, maxSockets: _maxSockets ?? 16384, firstRequestTimeoutMs: _firstRequestTimeoutMs ?? 30000, maxSessionsPerConnection: _maxSessionsPerConnection ?? 256, maxBufferedBytes: _maxBufferedBytes ?? 67108864, replayWindowBytes: _replayWindowBytes ?? 4194304, idleTimeoutMs: _idleTimeoutMs ?? 300000, keepaliveMs: _keepaliveMs ?? 15000, maxMemory: _maxMemory ?? 1073741824)
+    }
+
+    public func encode(boundary w: inout BoundaryWriter) {
+        w.writeMapHeader(10)
+        w.writeString("max_message_bytes"); maxMessageBytes.encode(boundary: &w)
+        w.writeString("max_connections"); maxConnections.encode(boundary: &w)
+        w.writeString("max_sockets"); maxSockets.encode(boundary: &w)
+        w.writeString("first_request_timeout_ms"); firstRequestTimeoutMs.encode(boundary: &w)
+        w.writeString("max_sessions_per_connection"); maxSessionsPerConnection.encode(boundary: &w)
+        w.writeString("max_buffered_bytes"); maxBufferedBytes.encode(boundary: &w)
+        w.writeString("replay_window_bytes"); replayWindowBytes.encode(boundary: &w)
+        w.writeString("idle_timeout_ms"); idleTimeoutMs.encode(boundary: &w)
+        w.writeString("keepalive_ms"); keepaliveMs.encode(boundary: &w)
+        w.writeString("max_memory"); maxMemory.encode(boundary: &w)
+    }
+}
+
 /// Capabilities supported by the Agent.
 ///
 /// Advertised during initialization to inform the Client about

@@ -240,6 +240,34 @@ def test_refusals_are_typed_errors() -> None:
     asyncio.run(refusals())
 
 
+async def limits_in_force() -> None:
+    # A zero limit is refused before anything listens, naming the limit.
+    with pytest.raises(AcpError.Config, match="max_connections must be more than zero"):
+        await acp.listen(Echo(), "127.0.0.1:0", limits=acp.ListenLimits(max_connections=0))
+    # One client at a time: a second is turned away with 503 while the first is connected.
+    async with await acp.listen(Echo(), "127.0.0.1:0", limits=acp.ListenLimits(max_connections=1)) as listening:
+        ws = listening.url.replace("http", "ws", 1)
+        async with acp.connect(listening.url) as first:
+            await first.new_session("/tmp")
+            for url in (ws, listening.url):
+                with pytest.raises(AcpError.Disconnected, match="503"):
+                    await acp.connect(url)
+        # Its place is free again once it has gone (its close may take a moment to land).
+        for attempt in range(50):
+            try:
+                async with acp.connect(ws) as again:
+                    await again.new_session("/tmp")
+                break
+            except AcpError.Disconnected:
+                if attempt == 49:
+                    raise
+                await asyncio.sleep(0.1)
+
+
+def test_listen_limits_are_in_force() -> None:
+    asyncio.run(limits_in_force())
+
+
 ALICE, BOB = "alice-0123456789abcdef", "bob-0123456789abcdef00"
 
 

@@ -2466,6 +2466,150 @@ pub(crate) fn dec_ConnectOptions(
     ))
 }
 #[allow(non_snake_case)]
+pub(crate) fn enc_ListenLimits(
+    w: &mut Writer,
+    max_message_bytes: &u64,
+    max_connections: &u64,
+    max_sockets: &u64,
+    first_request_timeout_ms: &u64,
+    max_sessions_per_connection: &u64,
+    max_buffered_bytes: &u64,
+    replay_window_bytes: &u64,
+    idle_timeout_ms: &u64,
+    keepalive_ms: &u64,
+    max_memory: &u64,
+) {
+    w.map(10);
+    w.key("max_message_bytes");
+    max_message_bytes.encode(w);
+    w.key("max_connections");
+    max_connections.encode(w);
+    w.key("max_sockets");
+    max_sockets.encode(w);
+    w.key("first_request_timeout_ms");
+    first_request_timeout_ms.encode(w);
+    w.key("max_sessions_per_connection");
+    max_sessions_per_connection.encode(w);
+    w.key("max_buffered_bytes");
+    max_buffered_bytes.encode(w);
+    w.key("replay_window_bytes");
+    replay_window_bytes.encode(w);
+    w.key("idle_timeout_ms");
+    idle_timeout_ms.encode(w);
+    w.key("keepalive_ms");
+    keepalive_ms.encode(w);
+    w.key("max_memory");
+    max_memory.encode(w);
+}
+#[allow(non_snake_case, unused_mut)]
+pub(crate) fn dec_ListenLimits(
+    r: &mut Reader<'_>,
+    n: u32,
+) -> Result<(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64), DecodeError> {
+    let mut max_message_bytes: ::std::option::Option<u64> = None;
+    let mut max_connections: ::std::option::Option<u64> = None;
+    let mut max_sockets: ::std::option::Option<u64> = None;
+    let mut first_request_timeout_ms: ::std::option::Option<u64> = None;
+    let mut max_sessions_per_connection: ::std::option::Option<u64> = None;
+    let mut max_buffered_bytes: ::std::option::Option<u64> = None;
+    let mut replay_window_bytes: ::std::option::Option<u64> = None;
+    let mut idle_timeout_ms: ::std::option::Option<u64> = None;
+    let mut keepalive_ms: ::std::option::Option<u64> = None;
+    let mut max_memory: ::std::option::Option<u64> = None;
+    for _ in 0..n {
+        let key = r.key()?;
+        match key {
+            "max_message_bytes" => {
+                max_message_bytes = Some(
+                    Decode::decode(r).map_err(|e| e.at("max_message_bytes"))?,
+                );
+            }
+            "max_connections" => {
+                max_connections = Some(
+                    Decode::decode(r).map_err(|e| e.at("max_connections"))?,
+                );
+            }
+            "max_sockets" => {
+                max_sockets = Some(Decode::decode(r).map_err(|e| e.at("max_sockets"))?);
+            }
+            "first_request_timeout_ms" => {
+                first_request_timeout_ms = Some(
+                    Decode::decode(r).map_err(|e| e.at("first_request_timeout_ms"))?,
+                );
+            }
+            "max_sessions_per_connection" => {
+                max_sessions_per_connection = Some(
+                    Decode::decode(r).map_err(|e| e.at("max_sessions_per_connection"))?,
+                );
+            }
+            "max_buffered_bytes" => {
+                max_buffered_bytes = Some(
+                    Decode::decode(r).map_err(|e| e.at("max_buffered_bytes"))?,
+                );
+            }
+            "replay_window_bytes" => {
+                replay_window_bytes = Some(
+                    Decode::decode(r).map_err(|e| e.at("replay_window_bytes"))?,
+                );
+            }
+            "idle_timeout_ms" => {
+                idle_timeout_ms = Some(
+                    Decode::decode(r).map_err(|e| e.at("idle_timeout_ms"))?,
+                );
+            }
+            "keepalive_ms" => {
+                keepalive_ms = Some(Decode::decode(r).map_err(|e| e.at("keepalive_ms"))?);
+            }
+            "max_memory" => {
+                max_memory = Some(Decode::decode(r).map_err(|e| e.at("max_memory"))?);
+            }
+            other => return Err(DecodeError::unknown_field("ListenLimits", other)),
+        }
+    }
+    Ok((
+        match max_message_bytes {
+            Some(v) => v,
+            None => 16777216,
+        },
+        match max_connections {
+            Some(v) => v,
+            None => 4096,
+        },
+        match max_sockets {
+            Some(v) => v,
+            None => 16384,
+        },
+        match first_request_timeout_ms {
+            Some(v) => v,
+            None => 30000,
+        },
+        match max_sessions_per_connection {
+            Some(v) => v,
+            None => 256,
+        },
+        match max_buffered_bytes {
+            Some(v) => v,
+            None => 67108864,
+        },
+        match replay_window_bytes {
+            Some(v) => v,
+            None => 4194304,
+        },
+        match idle_timeout_ms {
+            Some(v) => v,
+            None => 300000,
+        },
+        match keepalive_ms {
+            Some(v) => v,
+            None => 15000,
+        },
+        match max_memory {
+            Some(v) => v,
+            None => 1073741824,
+        },
+    ))
+}
+#[allow(non_snake_case)]
 pub(crate) fn enc_InvalidInput(w: &mut Writer, detail: &::std::string::String) {
     w.map(2);
     w.tag("InvalidInput");
@@ -8354,6 +8498,80 @@ fn build_ConnectOptions(
         close_grace_ms: close_grace_ms,
         forward_stderr: forward_stderr,
         steer_fallback: steer_fallback,
+    }
+}
+impl Encode for crate::ListenLimits {
+    fn encode(&self, w: &mut Writer) {
+        enc_ListenLimits(
+            w,
+            &self.max_message_bytes,
+            &self.max_connections,
+            &self.max_sockets,
+            &self.first_request_timeout_ms,
+            &self.max_sessions_per_connection,
+            &self.max_buffered_bytes,
+            &self.replay_window_bytes,
+            &self.idle_timeout_ms,
+            &self.keepalive_ms,
+            &self.max_memory,
+        );
+    }
+}
+impl Decode for crate::ListenLimits {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let n = r.map_len()?;
+        let (
+            max_message_bytes,
+            max_connections,
+            max_sockets,
+            first_request_timeout_ms,
+            max_sessions_per_connection,
+            max_buffered_bytes,
+            replay_window_bytes,
+            idle_timeout_ms,
+            keepalive_ms,
+            max_memory,
+        ) = dec_ListenLimits(r, n)?;
+        Ok(
+            build_ListenLimits(
+                max_message_bytes,
+                max_connections,
+                max_sockets,
+                first_request_timeout_ms,
+                max_sessions_per_connection,
+                max_buffered_bytes,
+                replay_window_bytes,
+                idle_timeout_ms,
+                keepalive_ms,
+                max_memory,
+            ),
+        )
+    }
+}
+#[allow(non_snake_case, clippy::too_many_arguments)]
+fn build_ListenLimits(
+    max_message_bytes: u64,
+    max_connections: u64,
+    max_sockets: u64,
+    first_request_timeout_ms: u64,
+    max_sessions_per_connection: u64,
+    max_buffered_bytes: u64,
+    replay_window_bytes: u64,
+    idle_timeout_ms: u64,
+    keepalive_ms: u64,
+    max_memory: u64,
+) -> crate::ListenLimits {
+    crate::ListenLimits {
+        max_message_bytes: max_message_bytes,
+        max_connections: max_connections,
+        max_sockets: max_sockets,
+        first_request_timeout_ms: first_request_timeout_ms,
+        max_sessions_per_connection: max_sessions_per_connection,
+        max_buffered_bytes: max_buffered_bytes,
+        replay_window_bytes: replay_window_bytes,
+        idle_timeout_ms: idle_timeout_ms,
+        keepalive_ms: keepalive_ms,
+        max_memory: max_memory,
     }
 }
 impl Encode for crate::AcpError {

@@ -40,7 +40,7 @@ pub use client::ClientCore;
 pub use codec::{Decode, Encode};
 pub use connection::{connect, connect_url, ConnectOptions, Connection, Session, SessionPage};
 pub use error::{AcpError, FfiError};
-pub use server::{AgentRuntime, AgentServer, TurnContext};
+pub use server::{AgentRuntime, AgentServer, ListenLimits, TurnContext};
 
 uniffi::setup_scaffolding!();
 

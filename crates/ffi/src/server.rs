@@ -50,6 +50,52 @@ fn client_error(what: &str, e: FfiError) -> ErrorObject {
     }
 }
 
+/// What one network listener allows its clients (the value model's `ListenLimits`; the
+/// defaults are [`acp_inject_remote::Limits`]'s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenLimits {
+    /// The largest message (request body or WebSocket message), in bytes: 413, or close 1009.
+    pub max_message_bytes: u64,
+    /// Client connections at once, HTTP and WebSocket: 503.
+    pub max_connections: u64,
+    /// TCP connections open at once, before any authentication.
+    pub max_sockets: u64,
+    /// How long a TCP connection may go without sending a whole request, in milliseconds.
+    pub first_request_timeout_ms: u64,
+    /// Sessions whose messages one connection carries: 429.
+    pub max_sessions_per_connection: u64,
+    /// Bytes waiting for one client to read them before its connection is ended.
+    pub max_buffered_bytes: u64,
+    /// Bytes of events a Streamable HTTP stream keeps for a reconnect with `Last-Event-ID`.
+    pub replay_window_bytes: u64,
+    /// How long a connection may be silent, in milliseconds.
+    pub idle_timeout_ms: u64,
+    /// How often an open stream or socket is kept alive, in milliseconds.
+    pub keepalive_ms: u64,
+    /// The listener's memory budget, in bytes.
+    pub max_memory: u64,
+}
+
+impl From<ListenLimits> for acp_inject_remote::Limits {
+    fn from(l: ListenLimits) -> Self {
+        // A count beyond the address space is as good as no limit.
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        acp_inject_remote::Limits {
+            max_message_bytes: size(l.max_message_bytes),
+            max_connections: size(l.max_connections),
+            max_sockets: size(l.max_sockets),
+            first_request_timeout: std::time::Duration::from_millis(l.first_request_timeout_ms),
+            max_sessions_per_connection: size(l.max_sessions_per_connection),
+            max_buffered_bytes: size(l.max_buffered_bytes),
+            replay_window_bytes: size(l.replay_window_bytes),
+            idle_timeout: std::time::Duration::from_millis(l.idle_timeout_ms),
+            keepalive: std::time::Duration::from_millis(l.keepalive_ms),
+            max_memory: size(l.max_memory),
+            memory_gauge: None,
+        }
+    }
+}
+
 /// Adapts a foreign runtime to the transport's trait.
 struct Foreign(Arc<dyn AgentRuntime>);
 
@@ -264,14 +310,18 @@ impl AgentServer {
     /// included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
     /// client sees the sessions its principal created and no other (R-TENANT-1); the shared
     /// `bearer_token`, when given beside them, sees the sessions created without one.
-    /// `allowed_origins` lists the browser origins that may call.
+    /// `allowed_origins` lists the browser origins that may call. `limits` (a `ListenLimits`) bounds
+    /// what clients may take (connections, messages, buffered output, memory); a zero limit
+    /// is refused with `AcpError.Config`.
     pub async fn listen(
         &self,
         addr: String,
         bearer_token: Option<String>,
         principal_tokens: std::collections::HashMap<String, String>,
         allowed_origins: Vec<String>,
+        limits: Vec<u8>,
     ) -> Result<String, FfiError> {
+        let limits: acp_inject_remote::Limits = arg::<ListenLimits>(&limits, "limits")?.into();
         let server = self.inner.clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let url = on_runtime(async move {
@@ -292,7 +342,7 @@ impl AgentServer {
                     Some(Arc::new(tokens))
                 }
             };
-            let options = acp_inject_remote::ListenOptions { auth, allowed_origins, ..Default::default() };
+            let options = acp_inject_remote::ListenOptions { auth, allowed_origins, limits, ..Default::default() };
             let listener = acp_inject_remote::listen(server, &addr, options).await?;
             let url = format!("http://{}/acp", listener.local_addr()?);
             tokio::spawn(listener.serve(async move {
@@ -349,5 +399,20 @@ impl AgentServer {
     /// The live sessions.
     pub fn sessions(&self) -> Vec<String> {
         self.inner.sessions().into_iter().map(String::from).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ListenLimits;
+
+    /// A `ListenLimits` built in another language without changes is the Rust listener's
+    /// default (the value model's defaults and `Limits::default()` cannot drift apart).
+    #[test]
+    fn the_value_models_default_limits_are_the_listeners() {
+        let mut w = crate::codec::Writer::new(Vec::new());
+        w.map(0);
+        let limits: acp_inject_remote::Limits = crate::arg::<ListenLimits>(&w.into_bytes(), "limits").unwrap().into();
+        assert_eq!(format!("{limits:?}"), format!("{:?}", acp_inject_remote::Limits::default()));
     }
 }

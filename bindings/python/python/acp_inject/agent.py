@@ -31,6 +31,7 @@ from .values import (
     AuthMethod,
     AuthSupport,
     BreakPoint,
+    ListenLimits,
     PendingInject,
     PermissionOption,
     PermissionOptionKind,
@@ -333,6 +334,7 @@ async def listen(
     token: Optional[str] = None,
     tokens: Optional[Mapping[str, str]] = None,
     allowed_origins: Sequence[str] = (),
+    limits: Optional[ListenLimits] = None,
 ) -> Listening:
     """Serves ``agent`` over the network on ``addr`` (``"HOST:PORT"``; port 0 picks a free
     one): the upstream Streamable HTTP & WebSocket transport on ``/acp``. Returns once bound,
@@ -344,13 +346,16 @@ async def listen(
     ``tokens`` maps each principal (a user, a tenant) to a token of its own: a client sees the
     sessions its principal created and no other, and another principal's session is answered
     as unknown (``token``, beside them, sees the sessions created without a principal);
-    ``allowed_origins`` lists the browser origins that may call."""
+    ``allowed_origins`` lists the browser origins that may call. ``limits`` bounds what
+    clients may take (connections, message size, unread output, the listener's memory: see
+    :class:`ListenLimits`, whose defaults apply without it); a zero limit raises
+    ``AcpError.Config``."""
     # The library calls the agent's async methods from its own threads: they run on this loop
     # while it listens (until `close`).
     _ffi.uniffi_set_event_loop(cast(asyncio.BaseEventLoop, asyncio.get_running_loop()))
     try:
         server = _server(agent, config, store)
-        url = await acall("listen", server.listen, addr, token, dict(tokens or {}), list(allowed_origins))
+        url = await acall("listen", server.listen, addr, token, dict(tokens or {}), list(allowed_origins), arg(limits or ListenLimits()))
     except BaseException:
         _ffi.uniffi_set_event_loop(None)
         raise
@@ -365,10 +370,12 @@ def run_agent(
     listen: Optional[str] = None,
     token: Optional[str] = None,
     allowed_origins: Sequence[str] = (),
+    limits: Optional[ListenLimits] = None,
 ) -> None:
     """Runs ``agent`` over stdio until the client goes away (see :func:`serve_stdio`), or,
     with ``listen="HOST:PORT"``, over the network until interrupted (see :func:`listen`; the
-    endpoint's URL is printed on stdout). Over the network, a store failure ends it with
+    endpoint's URL is printed on stdout; ``token``, ``allowed_origins`` and ``limits`` as
+    there). Over the network, a store failure ends it with
     ``AcpError.Store`` (on a ``postgres://`` store several hosts share: a session another host
     took over while this one was paused); restart the process."""
     if listen is None:
@@ -377,7 +384,7 @@ def run_agent(
     addr = listen
 
     async def serve() -> None:
-        listening = await _listen(agent, addr, config, store, token=token, allowed_origins=allowed_origins)
+        listening = await _listen(agent, addr, config, store, token=token, allowed_origins=allowed_origins, limits=limits)
         print(listening.url, flush=True)
         try:
             await acall("run_agent", listening._server.stopped)

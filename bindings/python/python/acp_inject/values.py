@@ -1532,6 +1532,37 @@ class ConnectOptions(Record, frozen=True):
 __all__.append("ConnectOptions")
 
 
+class ListenLimits(Record, frozen=True):
+    """What one network listener allows its clients (`listen`): each limit has its own refusal, and none may be zero.
+
+    Attributes:
+        max_message_bytes: The largest message (request body or WebSocket message), in bytes: 413, or close 1009.
+        max_connections: Client connections at once, HTTP and WebSocket: 503.
+        max_sockets: TCP connections open at once, before any authentication: one more is closed as soon as it is accepted.
+        first_request_timeout_ms: How long a TCP connection may go without sending a whole request (HTTP/1.1 or HTTP/2), in milliseconds, before it is closed.
+        max_sessions_per_connection: Sessions whose messages one connection carries: 429.
+        max_buffered_bytes: Bytes waiting for one client to read them: past it (after a batch that began within it) the connection is ended and its client resumes.
+        replay_window_bytes: Bytes of events a Streamable HTTP stream keeps for a reconnect with `Last-Event-ID`; past it such a reconnect is answered 410 (resume the session instead). Zero keeps none.
+        idle_timeout_ms: How long a connection may be silent (no request, no open stream, no frame), in milliseconds.
+        keepalive_ms: How often an open stream or socket is kept alive, in milliseconds.
+        max_memory: The listener's memory budget in bytes, a ceiling on what it holds for clients (unread output, messages in hand, events kept for a reconnect): from half of it new connections get 503 with `Retry-After`, a message of 16 KiB or more 503 or close 1013, and a connection holding 16 KiB or more of unread output is ended (close 1013).
+    """
+
+    max_message_bytes: int = 16777216
+    max_connections: int = 4096
+    max_sockets: int = 16384
+    first_request_timeout_ms: int = 30000
+    max_sessions_per_connection: int = 256
+    max_buffered_bytes: int = 67108864
+    replay_window_bytes: int = 4194304
+    idle_timeout_ms: int = 300000
+    keepalive_ms: int = 15000
+    max_memory: int = 1073741824
+
+
+__all__.append("ListenLimits")
+
+
 class AgentCapabilities(Record, frozen=True):
     """Capabilities supported by the Agent.
 

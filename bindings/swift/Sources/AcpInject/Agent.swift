@@ -495,7 +495,7 @@ private func defaultConfig(for agent: any Agent) -> AgentConfig {
 }
 
 /// An agent server around an ``Agent``: what ``serveStdio(agent:config:store:)``,
-/// ``listen(agent:address:config:store:token:tokens:allowedOrigins:)`` and ``runAgent(_:config:store:listen:token:allowedOrigins:)``
+/// ``listen(agent:address:config:store:token:tokens:allowedOrigins:limits:)`` and ``runAgent(_:config:store:listen:token:allowedOrigins:limits:)``
 /// build, for a host that also starts turns or closes sessions itself.
 public final class AgentServer: Sendable {
     let server: AcpInjectFFI.AgentServer
@@ -529,12 +529,18 @@ public final class AgentServer: Sendable {
     /// (`http://HOST:PORT/acp`) once bound; serving goes on until ``shutdown()``. `tokens` maps
     /// each principal to a token of its own: a client sees the sessions its principal created
     /// and no other (`token`, beside them, sees the sessions created without a principal).
+    /// `limits` bounds what clients may take (connections, message size, unread output, the
+    /// listener's memory); a zero limit throws `AcpError.config`.
     public func listen(
-        address: String, token: String? = nil, tokens: [String: String] = [:], allowedOrigins: [String] = []
+        address: String, token: String? = nil, tokens: [String: String] = [:], allowedOrigins: [String] = [],
+        limits: ListenLimits = ListenLimits()
     ) async throws -> String {
         let server = server
+        let limits = arg(limits)
         return try await callAsync {
-            try await server.listen(addr: address, bearerToken: token, principalTokens: tokens, allowedOrigins: allowedOrigins)
+            try await server.listen(
+                addr: address, bearerToken: token, principalTokens: tokens, allowedOrigins: allowedOrigins, limits: limits
+            )
         }
     }
 
@@ -579,7 +585,7 @@ public func serveStdio(agent: some Agent, config: AgentConfig? = nil, store: Str
     try await AgentServer(agent: agent, config: config, store: store).runStdio()
 }
 
-/// An agent serving over the network (see ``listen(agent:address:config:store:token:tokens:allowedOrigins:)``):
+/// An agent serving over the network (see ``listen(agent:address:config:store:token:tokens:allowedOrigins:limits:)``):
 /// its endpoint's ``url``; ``stop()`` ends it.
 ///
 /// ```swift
@@ -645,21 +651,26 @@ public final class Listening: Sendable, CustomStringConvertible {
 ///     the sessions its principal created and no other, and another principal's session is
 ///     answered as unknown (`token`, beside them, sees the sessions created without one).
 ///   - allowedOrigins: the browser origins that may call.
+///   - limits: what clients may take (connections, message size, unread output, the
+///     listener's memory); ``ListenLimits`` has the defaults.
 /// - Returns: the running listener, with its URL.
-/// - Throws: `AcpError.config` for a non-loopback address without a token; `AcpError` when
-///   the address cannot be bound or the server cannot be built.
+/// - Throws: `AcpError.config` for a non-loopback address without a token, or a zero limit;
+///   `AcpError` when the address cannot be bound or the server cannot be built.
 public func listen(
     agent: some Agent, address: String, config: AgentConfig? = nil, store: String? = nil,
-    token: String? = nil, tokens: [String: String] = [:], allowedOrigins: [String] = []
+    token: String? = nil, tokens: [String: String] = [:], allowedOrigins: [String] = [],
+    limits: ListenLimits = ListenLimits()
 ) async throws -> Listening {
     let server = try AgentServer(agent: agent, config: config, store: store)
-    let url = try await server.listen(address: address, token: token, tokens: tokens, allowedOrigins: allowedOrigins)
+    let url = try await server.listen(
+        address: address, token: token, tokens: tokens, allowedOrigins: allowedOrigins, limits: limits
+    )
     return Listening(server: server, url: url)
 }
 
 /// Runs `agent` as a program does: over stdio until the client goes away (see
 /// ``serveStdio(agent:config:store:)``), or, with `listen`, over the network until the process
-/// is stopped (see ``listen(agent:address:config:store:token:tokens:allowedOrigins:)``; the endpoint's
+/// is stopped (see ``listen(agent:address:config:store:token:tokens:allowedOrigins:limits:)``; the endpoint's
 /// URL is printed on stdout first).
 ///
 /// - Parameters:
@@ -672,18 +683,20 @@ public func listen(
 ///     stdio.
 ///   - token: over the network, the bearer token clients must send.
 ///   - allowedOrigins: over the network, the browser origins that may call.
+///   - limits: over the network, what clients may take (``ListenLimits``).
 /// - Throws: `AcpError` when serving cannot start; over the network, `AcpError.store` when
 ///   the store failed (on a store several hosts share: a session another host took over):
 ///   restart the process.
 public func runAgent(
     _ agent: some Agent, config: AgentConfig? = nil, store: String? = nil, listen address: String? = nil,
-    token: String? = nil, allowedOrigins: [String] = []
+    token: String? = nil, allowedOrigins: [String] = [], limits: ListenLimits = ListenLimits()
 ) async throws {
     guard let address else {
         return try await serveStdio(agent: agent, config: config, store: store)
     }
     let listening = try await listen(
-        agent: agent, address: address, config: config, store: store, token: token, allowedOrigins: allowedOrigins
+        agent: agent, address: address, config: config, store: store, token: token, allowedOrigins: allowedOrigins,
+        limits: limits
     )
     // Unbuffered, so that whoever started the process reads the URL at once.
     FileHandle.standardOutput.write(Data((listening.url + "\n").utf8))

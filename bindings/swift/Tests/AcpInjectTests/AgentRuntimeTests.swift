@@ -221,4 +221,39 @@ final class AgentRuntimeTests: XCTestCase {
             return false
         }
     }
+
+    /// The listener's limits from Swift: a zero one is refused naming it; one client at a time
+    /// turns a second away with 503 until the first has gone.
+    func testListenLimitsAreInForce() async throws {
+        let agent = ProbeAgent(probe: probe)
+        await assertAcpErrorAsync({ try await listen(agent: agent, address: "127.0.0.1:0", limits: ListenLimits(maxConnections: 0)) }) {
+            if case let .config(detail) = $0 { return detail.contains("max_connections must be more than zero") }
+            return false
+        }
+        let one = try await listen(agent: agent, address: "127.0.0.1:0", limits: ListenLimits(maxConnections: 1))
+        let first = try await connect(url: one.url)
+        _ = try await first.newSession(cwd: "/tmp")
+        for url in [one.webSocketURL, one.url] {
+            await assertAcpErrorAsync({ try await connect(url: url) }) {
+                if case let .disconnected(detail) = $0 { return detail.contains("503") }
+                return false
+            }
+        }
+        try await first.close()
+        // Its place is free again once it has gone (its close may take a moment to land).
+        var attempt = 0
+        while true {
+            do {
+                let again = try await connect(url: one.webSocketURL)
+                _ = try await again.newSession(cwd: "/tmp")
+                try await again.close()
+                break
+            } catch {
+                attempt += 1
+                if attempt == 50 { throw error }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        await one.stop()
+    }
 }

@@ -4897,6 +4897,102 @@ internal object ConnectOptionsCodec : ValueCodec<ConnectOptions>() {
     }
 }
 
+/** What one network listener allows its clients (`listen`): each limit has its own refusal, and none may be zero. */
+public data class ListenLimits(
+    /** The largest message (request body or WebSocket message), in bytes: 413, or close 1009. */
+    public val maxMessageBytes: Long = 16777216L,
+    /** Client connections at once, HTTP and WebSocket: 503. */
+    public val maxConnections: Long = 4096L,
+    /** TCP connections open at once, before any authentication: one more is closed as soon as it is accepted. */
+    public val maxSockets: Long = 16384L,
+    /** How long a TCP connection may go without sending a whole request (HTTP/1.1 or HTTP/2), in milliseconds, before it is closed. */
+    public val firstRequestTimeoutMs: Long = 30000L,
+    /** Sessions whose messages one connection carries: 429. */
+    public val maxSessionsPerConnection: Long = 256L,
+    /** Bytes waiting for one client to read them: past it (after a batch that began within it) the connection is ended and its client resumes. */
+    public val maxBufferedBytes: Long = 67108864L,
+    /** Bytes of events a Streamable HTTP stream keeps for a reconnect with `Last-Event-ID`; past it such a reconnect is answered 410 (resume the session instead). Zero keeps none. */
+    public val replayWindowBytes: Long = 4194304L,
+    /** How long a connection may be silent (no request, no open stream, no frame), in milliseconds. */
+    public val idleTimeoutMs: Long = 300000L,
+    /** How often an open stream or socket is kept alive, in milliseconds. */
+    public val keepaliveMs: Long = 15000L,
+    /** The listener's memory budget in bytes, a ceiling on what it holds for clients (unread output, messages in hand, events kept for a reconnect): from half of it new connections get 503 with `Retry-After`, a message of 16 KiB or more 503 or close 1013, and a connection holding 16 KiB or more of unread output is ended (close 1013). */
+    public val maxMemory: Long = 1073741824L,
+)
+
+internal object ListenLimitsCodec : ValueCodec<ListenLimits>() {
+    private const val TAG = "ListenLimits"
+
+    override fun read(r: ValueReader): ListenLimits {
+        return fields(r, r.mapHeader())
+    }
+
+    fun fields(r: ValueReader, n: Int): ListenLimits {
+        var f0: Long = 16777216L
+        var f1: Long = 4096L
+        var f2: Long = 16384L
+        var f3: Long = 30000L
+        var f4: Long = 256L
+        var f5: Long = 67108864L
+        var f6: Long = 4194304L
+        var f7: Long = 300000L
+        var f8: Long = 15000L
+        var f9: Long = 1073741824L
+        for (i in 0 until n) {
+            when (val key = r.key()) {
+                "max_message_bytes" -> f0 = r.field(key) { r.u64() }
+                "max_connections" -> f1 = r.field(key) { r.u64() }
+                "max_sockets" -> f2 = r.field(key) { r.u64() }
+                "first_request_timeout_ms" -> f3 = r.field(key) { r.u64() }
+                "max_sessions_per_connection" -> f4 = r.field(key) { r.u64() }
+                "max_buffered_bytes" -> f5 = r.field(key) { r.u64() }
+                "replay_window_bytes" -> f6 = r.field(key) { r.u64() }
+                "idle_timeout_ms" -> f7 = r.field(key) { r.u64() }
+                "keepalive_ms" -> f8 = r.field(key) { r.u64() }
+                "max_memory" -> f9 = r.field(key) { r.u64() }
+                else -> throw DecodeException.unknownField(TAG, key)
+            }
+        }
+        return ListenLimits(
+            maxMessageBytes = f0,
+            maxConnections = f1,
+            maxSockets = f2,
+            firstRequestTimeoutMs = f3,
+            maxSessionsPerConnection = f4,
+            maxBufferedBytes = f5,
+            replayWindowBytes = f6,
+            idleTimeoutMs = f7,
+            keepaliveMs = f8,
+            maxMemory = f9,
+        )
+    }
+
+    override fun write(w: ValueWriter, value: ListenLimits) {
+        w.map(10)
+        w.key("max_message_bytes")
+        w.long(value.maxMessageBytes)
+        w.key("max_connections")
+        w.long(value.maxConnections)
+        w.key("max_sockets")
+        w.long(value.maxSockets)
+        w.key("first_request_timeout_ms")
+        w.long(value.firstRequestTimeoutMs)
+        w.key("max_sessions_per_connection")
+        w.long(value.maxSessionsPerConnection)
+        w.key("max_buffered_bytes")
+        w.long(value.maxBufferedBytes)
+        w.key("replay_window_bytes")
+        w.long(value.replayWindowBytes)
+        w.key("idle_timeout_ms")
+        w.long(value.idleTimeoutMs)
+        w.key("keepalive_ms")
+        w.long(value.keepaliveMs)
+        w.key("max_memory")
+        w.long(value.maxMemory)
+    }
+}
+
 /**
  * Capabilities supported by the Agent.
  *
@@ -9233,6 +9329,7 @@ internal val VALUE_CODECS: Map<KClass<*>, ValueCodec<*>> = mapOf(
     TurnPaused::class to TurnPausedCodec,
     PermissionRequestSent::class to PermissionRequestSentCodec,
     ConnectOptions::class to ConnectOptionsCodec,
+    ListenLimits::class to ListenLimitsCodec,
     AgentCapabilities::class to AgentCapabilitiesCodec,
     AgentMessage::class to AgentMessageCodec,
     AgentMessageChunk::class to AgentMessageChunkCodec,

@@ -1202,7 +1202,7 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_close_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_acp_inject_ffi_fn_method_agentserver_listen(`ptr`: Long,`addr`: RustBuffer.ByValue,`bearerToken`: RustBuffer.ByValue,`principalTokens`: RustBuffer.ByValue,`allowedOrigins`: RustBuffer.ByValue,
+    external fun uniffi_acp_inject_ffi_fn_method_agentserver_listen(`ptr`: Long,`addr`: RustBuffer.ByValue,`bearerToken`: RustBuffer.ByValue,`principalTokens`: RustBuffer.ByValue,`allowedOrigins`: RustBuffer.ByValue,`limits`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_acp_inject_ffi_fn_method_agentserver_run_stdio(`ptr`: Long,
     ): Long
@@ -1649,7 +1649,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_close_session() and 0xFFFF) != 1025) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 30429) {
+    if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_listen() and 0xFFFF) != 44424) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_acp_inject_ffi_checksum_method_agentserver_run_stdio() and 0xFFFF) != 45764) {
@@ -3974,9 +3974,11 @@ public interface AgentServerInterface {
      * included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
      * client sees the sessions its principal created and no other (R-TENANT-1); the shared
      * `bearer_token`, when given beside them, sees the sessions created without one.
-     * `allowed_origins` lists the browser origins that may call.
+     * `allowed_origins` lists the browser origins that may call. `limits` (a `ListenLimits`) bounds
+     * what clients may take (connections, messages, buffered output, memory); a zero limit
+     * is refused with `AcpError.Config`.
      */
-    suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `principalTokens`: Map<kotlin.String, kotlin.String>, `allowedOrigins`: List<kotlin.String>): kotlin.String
+    suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `principalTokens`: Map<kotlin.String, kotlin.String>, `allowedOrigins`: List<kotlin.String>, `limits`: kotlin.ByteArray): kotlin.String
     
     /**
      * Serves over this process's stdin/stdout until the client closes stdin.
@@ -4159,11 +4161,13 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
      * included). `principal_tokens` maps each principal (a user, a tenant) to its own token: a
      * client sees the sessions its principal created and no other (R-TENANT-1); the shared
      * `bearer_token`, when given beside them, sees the sessions created without one.
-     * `allowed_origins` lists the browser origins that may call.
+     * `allowed_origins` lists the browser origins that may call. `limits` (a `ListenLimits`) bounds
+     * what clients may take (connections, messages, buffered output, memory); a zero limit
+     * is refused with `AcpError.Config`.
      */
     @Throws(FfiException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `principalTokens`: Map<kotlin.String, kotlin.String>, `allowedOrigins`: List<kotlin.String>) : kotlin.String {
+    override suspend fun `listen`(`addr`: kotlin.String, `bearerToken`: kotlin.String?, `principalTokens`: Map<kotlin.String, kotlin.String>, `allowedOrigins`: List<kotlin.String>, `limits`: kotlin.ByteArray) : kotlin.String {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_acp_inject_ffi_fn_method_agentserver_listen(
@@ -4173,6 +4177,7 @@ open class AgentServer: Disposable, AutoCloseable, AgentServerInterface
         FfiConverterOptionalString.lower(`bearerToken`),
         FfiConverterMapStringString.lower(`principalTokens`),
         FfiConverterSequenceString.lower(`allowedOrigins`),
+        FfiConverterByteArray.lower(`limits`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_acp_inject_ffi_rust_future_poll_rust_buffer(future, callback, continuation) },

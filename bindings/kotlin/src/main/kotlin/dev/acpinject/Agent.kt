@@ -356,7 +356,9 @@ suspend inline fun <R> Listening.use(block: (Listening) -> R): R {
  * [AcpException.Config] is thrown. [tokens] maps each principal (a user, a tenant) to a token of
  * its own: a client sees the sessions its principal created and no other, and another
  * principal's session is answered as unknown ([token], beside them, sees the sessions created
- * without a principal). [allowedOrigins] lists the browser origins that may call.
+ * without a principal). [allowedOrigins] lists the browser origins that may call. [limits]
+ * bounds what clients may take (connections, message size, unread output, the listener's
+ * memory: see [ListenLimits]); a zero limit throws [AcpException.Config].
  */
 suspend fun listen(
     agent: Agent,
@@ -366,10 +368,11 @@ suspend fun listen(
     token: String? = null,
     allowedOrigins: List<String> = emptyList(),
     tokens: Map<String, String> = emptyMap(),
+    limits: ListenLimits = ListenLimits(),
 ): Listening {
     val server = server(agent, config, store)
     val url = try {
-        ffi { server.listen(addr, token, tokens, allowedOrigins) }
+        ffi { server.listen(addr, token, tokens, allowedOrigins, ListenLimitsCodec.encode(limits)) }
     } catch (e: Throwable) {
         server.destroy()
         throw e
@@ -380,7 +383,7 @@ suspend fun listen(
 /**
  * Runs [agent] over stdio until the client goes away (see [serveStdio]), or, with [listen]
  * (`HOST:PORT`), over the network until the process is stopped (see [listen]; the endpoint's
- * URL is printed on stdout). Then stops the library's threads. Over the network, a store
+ * URL is printed on stdout; [token], [allowedOrigins] and [limits] as there). Then stops the library's threads. Over the network, a store
  * failure ends it with [AcpException.Store] (on a `postgres://` store several hosts share: a
  * session another host took over while this one was paused); restart the process. Blocks the
  * calling thread: it is a program's `main`.
@@ -392,13 +395,14 @@ fun runAgent(
     listen: String? = null,
     token: String? = null,
     allowedOrigins: List<String> = emptyList(),
+    limits: ListenLimits = ListenLimits(),
 ) {
     try {
         runBlocking {
             if (listen == null) {
                 serveStdio(agent, config, store)
             } else {
-                listen(agent, listen, config, store, token, allowedOrigins).use { listening ->
+                listen(agent, listen, config, store, token, allowedOrigins, limits = limits).use { listening ->
                     println(listening.url)
                     System.out.flush()
                     listening.stopped()

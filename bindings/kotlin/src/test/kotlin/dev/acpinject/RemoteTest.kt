@@ -1,6 +1,7 @@
 package dev.acpinject
 
 import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.withContext
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
@@ -194,6 +195,37 @@ class RemoteTest {
             }
             connect(listening.url, token = SECRET).use { it.newSession("/tmp") }
             assertEquals(1, listening.sessions.size)
+        }
+    }
+
+    /** The listener's limits from Kotlin: a zero one is refused naming it; one client at a time
+     *  turns a second away with 503 until the first has gone. */
+    @Test
+    fun `listen limits are in force`() = coTest {
+        val zero = assertThrows<AcpException.Config> {
+            runBlockingIn { listen(Echo(), "127.0.0.1:0", limits = ListenLimits(maxConnections = 0)) }
+        }
+        assertTrue("max_connections must be more than zero" in zero.detail, zero.detail)
+        listen(Echo(), "127.0.0.1:0", limits = ListenLimits(maxConnections = 1)).use { listening ->
+            val ws = listening.url.replaceFirst("http", "ws")
+            connect(listening.url).use { first ->
+                first.newSession("/tmp")
+                for (url in listOf(ws, listening.url)) {
+                    val busy = assertThrows<AcpException.Disconnected> { runBlockingIn { connect(url) } }
+                    assertTrue("503" in busy.message.orEmpty(), busy.message)
+                }
+            }
+            // Its place is free again once it has gone (its close may take a moment to land).
+            var attempt = 0
+            while (true) {
+                try {
+                    connect(ws).use { it.newSession("/tmp") }
+                    break
+                } catch (e: AcpException.Disconnected) {
+                    if (++attempt == 50) throw e
+                    delay(100)
+                }
+            }
         }
     }
 

@@ -1,8 +1,9 @@
-//! `acp-inject-agent --listen --store postgres://…` while its database stalls: the agent's
-//! PostgreSQL backend is stopped (SIGSTOP) in the middle of a session's turn, and a second
-//! client keeps asking things of the agent. What waits on the store waits; the rest goes on:
-//! WebSocket pings are answered and a new connection's handshake completes while the database
-//! is stopped. Once it runs again (SIGCONT) the turn finishes with every chunk once.
+//! `acp-inject-agent --listen --store postgres://…` while its database stalls. A session's
+//! lane (the PostgreSQL backend that commits its batches) is stopped (SIGSTOP) in the middle
+//! of its turn: another session's whole turn goes on meanwhile, with WebSocket pings and a new
+//! connection, while the first turn waits for its commit; once the backend runs again
+//! (SIGCONT) it finishes with every chunk once. Then the reading backend is stopped while a
+//! client's `session/list` waits on it: pings and a new connection's handshake go on.
 //!
 //! Needs a PostgreSQL server (`ACP_INJECT_POSTGRES_URL`, which `cargo xtask test` sets);
 //! without one the test says so and passes nothing.
@@ -12,6 +13,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use acp_inject_core::wire::SessionId;
+use acp_inject_store::postgres::lane_of;
 use futures_util::{SinkExt, StreamExt};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -110,6 +113,109 @@ async fn pong(ws: &mut Socket, within: Duration) -> bool {
     tokio::time::timeout(within, read).await.unwrap_or(false)
 }
 
+/// The process's backend named `name` (`acp-inject HOST`, or `acp-inject HOST lane N`).
+fn backend(db: &str, name: &str) -> i32 {
+    let mut admin = postgres::Client::connect(db, postgres::NoTls).expect("connect");
+    admin
+        .query_one("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", &[&name])
+        .unwrap_or_else(|e| panic!("the agent's backend {name:?}: {e}"))
+        .get(0)
+}
+
+async fn new_session(ws: &mut Socket, id: u64) -> String {
+    send(ws, json!({"jsonrpc": "2.0", "id": id, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})).await;
+    until(ws, |v| v["id"] == id).await.pop().unwrap()["result"]["sessionId"].as_str().unwrap().to_owned()
+}
+
+async fn prompt(ws: &mut Socket, id: u64, session: &str) {
+    send(ws, json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}})).await;
+}
+
+fn chunk(v: &Value) -> bool {
+    v["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+}
+
+fn idle(v: &Value) -> bool {
+    v["params"]["update"]["state"] == "idle"
+}
+
+const LANES: usize = 4;
+
+#[test]
+fn another_session_pings_and_new_connections_go_on_while_the_database_is_stopped() {
+    let Some(db) = database("stalled_lane") else { return };
+    let store = format!("{db}?acp_host=stalled&acp_timeout_ms=60000&acp_lanes={LANES}");
+    let mut child = Running(
+        Command::new(env!("CARGO_BIN_EXE_acp-inject-agent"))
+            .args(["--listen", "127.0.0.1:0", "--store", &store, "--delay-ms", "50", "--chunks", "10", "--tools", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start acp-inject-agent"),
+    );
+    let mut url = String::new();
+    BufReader::new(child.0.stdout.take().unwrap()).read_line(&mut url).unwrap();
+    let url = url.trim().replacen("http", "ws", 1);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut a = client(&url).await;
+        let mut b = client(&url).await;
+        // Two sessions whose commits go through different connections (lanes).
+        let held = new_session(&mut a, 1).await;
+        let lane = lane_of(&SessionId(held.clone()), LANES);
+        let mut going = String::new();
+        for id in 1.. {
+            going = new_session(&mut b, id).await;
+            if lane_of(&SessionId(going.clone()), LANES) != lane {
+                break;
+            }
+        }
+        prompt(&mut a, 100, &held).await;
+        let mut seen = until(&mut a, chunk).await;
+
+        // The backend that commits the first session's turn stops in the middle of it.
+        let pid = tokio::task::block_in_place(|| backend(&db, &format!("acp-inject stalled lane {lane}")));
+        let stopped = Stopped::stop(pid);
+        let stopped_at = Instant::now();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+
+        // The other session's whole turn goes on meanwhile: prompt, chunks, idle.
+        prompt(&mut b, 101, &going).await;
+        let turn = until(&mut b, idle).await;
+        assert!(turn.iter().any(|v| v["id"] == 101 && v["result"]["messageId"].is_string()), "the prompt was answered: {turn:?}");
+        assert_eq!(turn.iter().filter(|v| chunk(v)).count(), 11, "its ten steps and the closing chunk: {turn:?}");
+        // Pings (on the connection whose turn is over: `pong` skips other messages), and a new
+        // connection's handshake and initialize.
+        for i in 0..5 {
+            assert!(pong(&mut b, Duration::from_secs(1)).await, "ping {i} was answered while the database is stopped");
+        }
+        let opened = tokio::time::timeout(Duration::from_secs(5), client(&url)).await;
+        assert!(opened.is_ok(), "a new connection is initialized while the database is stopped");
+        // The first session's turn did not go on: its next step waits for its commit.
+        loop {
+            let next = tokio::time::timeout(Duration::from_millis(300), a.next()).await;
+            match next {
+                Err(_) => break,
+                Ok(Some(Ok(Message::Text(t)))) => {
+                    let v: Value = serde_json::from_str(t.as_str()).expect("JSON");
+                    assert!(!idle(&v), "the stopped session's turn cannot end before its commits: {v}");
+                    seen.push(v);
+                }
+                Ok(Some(Ok(_))) => {}
+                Ok(other) => panic!("the socket ended: {other:?}"),
+            }
+        }
+        assert!(seen.iter().filter(|v| chunk(v)).count() < 11, "the stopped session's turn stopped with its commits: {seen:?}");
+        assert!(stopped_at.elapsed() < Duration::from_secs(20), "all of this happened while it was stopped");
+        drop(stopped);
+
+        // Once it runs again the first turn finishes, with every chunk once.
+        seen.extend(until(&mut a, idle).await);
+        let chunks: Vec<&Value> = seen.iter().filter(|v| chunk(v)).collect();
+        assert_eq!(chunks.len(), 11, "ten steps and the closing chunk, once each: {seen:?}");
+    });
+}
+
 #[test]
 fn pings_and_new_connections_go_on_while_the_database_is_stopped() {
     let Some(db) = database("stalled") else { return };
@@ -125,16 +231,8 @@ fn pings_and_new_connections_go_on_while_the_database_is_stopped() {
     let mut url = String::new();
     BufReader::new(child.0.stdout.take().unwrap()).read_line(&mut url).unwrap();
     let url = url.trim().replacen("http", "ws", 1);
-    // The agent's backend (it connected before it printed its URL).
-    let mut admin = postgres::Client::connect(&db, postgres::NoTls).expect("connect");
-    let pid: i32 = admin
-        .query_one(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = 'acp-inject stalled' AND datname = current_database()",
-            &[],
-        )
-        .expect("the agent's backend")
-        .get(0);
-    drop(admin);
+    // The agent's reading backend (it connected before it printed its URL).
+    let pid = backend(&db, "acp-inject stalled");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let mut a = client(&url).await;
@@ -147,8 +245,8 @@ fn pings_and_new_connections_go_on_while_the_database_is_stopped() {
 
         let stopped = Stopped::stop(pid);
         let stopped_at = Instant::now();
-        // Something for the store to wait on from the second client too: the agent's lock is
-        // held by a commit that cannot end, and both wait for it.
+        // Something for the store to wait on from the second client too: its read holds the
+        // agent's lock while the reading backend is stopped, and the turn's steps wait for it.
         send(&mut b, json!({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}})).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
 

@@ -834,7 +834,8 @@ impl Store for SqliteStore {
 /// before the URL reaches the database driver: `acp_host=NAME` (default: the machine's host
 /// name, made to fit [`postgres::PgOptions::host`]), `acp_lease_ms=N` (default 10,000) and
 /// `acp_timeout_ms=N`, the longest wait for the server (default 30,000; past it the store
-/// fails instead of hanging), and `acp_ssl_root_cert=PATH`, PEM roots for the server's
+/// fails instead of hanging), `acp_lanes=N`, the connections that commit at once (default 4;
+/// see [`postgres`]), and `acp_ssl_root_cert=PATH`, PEM roots for the server's
 /// certificate under `sslmode=require` (TLS, always verified). The driver's own parameters
 /// stay (`sslmode`, `connect_timeout`, `application_name`, …):
 ///

@@ -14,8 +14,8 @@ mod common;
 use acp_inject_core::wire::SessionId;
 use std::time::Duration;
 
-use acp_inject_core::agent::{Agent, BreakPoint, RuntimeEvent, StoreError, DEFAULT_REMEMBER_IDS, SESSION_HELD_ELSEWHERE};
-use acp_inject_store::postgres::{PgOptions, PgStore, SCHEMA_VERSION};
+use acp_inject_core::agent::{Agent, BreakPoint, Lanes, RuntimeEvent, StoreError, DEFAULT_REMEMBER_IDS, SESSION_HELD_ELSEWHERE};
+use acp_inject_store::postgres::{lane_of, PgOptions, PgStore, SCHEMA_VERSION};
 use common::*;
 use serde_json::json;
 
@@ -440,6 +440,80 @@ fn a_stalled_database_is_a_clear_error_within_the_timeout() {
     // The agent stops serving (what the server did with the commit is unknown); a new host
     // starts from what was committed.
     assert_eq!(a.drain().expect_err("poisoned"), StoreError::Poisoned);
+}
+
+/// Hands the batch over ([`Agent::drain_submit`]): its outputs, their lanes, and a channel
+/// told when it is durable.
+fn submit(a: &mut Agent) -> (Vec<serde_json::Value>, Lanes, std::sync::mpsc::Receiver<Result<(), StoreError>>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (outputs, lanes) = a.drain_submit(Box::new(move |r| drop(tx.send(r)))).expect("handed over");
+    (lines_to("c1", outputs), lanes, rx)
+}
+
+#[test]
+fn a_stopped_lane_holds_back_only_the_sessions_on_it() {
+    let Some(url) = database("lanes") else { return };
+    let options = PgOptions::new("l").timeout(Duration::from_secs(20)).lanes(4);
+    let store = PgStore::connect(&url, options).expect("connect");
+    let mut a = Agent::with_store(config(DEFAULT_REMEMBER_IDS), Box::new(store)).expect("agent");
+    initialize(&mut a, "c1");
+    // Two sessions on different lanes.
+    let mut sessions: Vec<String> = Vec::new();
+    for id in 1.. {
+        let new = call(&mut a, "c1", id, "session/new", json!({ "cwd": "/work" }));
+        let s = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+        if sessions.iter().all(|t| lane_of(&SessionId(t.clone()), 4) != lane_of(&SessionId(s.clone()), 4)) {
+            sessions.push(s);
+        }
+        if sessions.len() == 2 {
+            break;
+        }
+    }
+    let (stalled, going) = (sessions[0].clone(), sessions[1].clone());
+    let pid = backend_pid(&url, &format!("l lane {}", lane_of(&SessionId(stalled.clone()), 4)));
+    signal(pid, "-STOP");
+    // The stalled session's prompt is handed over; its commit does not come back.
+    let prompt =
+        |s: &str, id: u64, t: &str| request(id, "session/prompt", json!({ "sessionId": s, "prompt": text(t), "idempotencyKey": t }));
+    a.handle_line(&"c1".into(), &prompt(&stalled, 100, "held"));
+    let (held, held_lanes, held_done) = submit(&mut a);
+    assert!(answer(&held)["result"]["messageId"].is_string(), "{held:?}");
+    // The other session's prompt, and its whole turn, commit meanwhile, on lanes of their own.
+    a.handle_line(&"c1".into(), &prompt(&going, 101, "goes"));
+    let (_, going_lanes, going_done) = submit(&mut a);
+    assert!(!going_lanes.meets(held_lanes), "{going_lanes:?} and {held_lanes:?}");
+    going_done.recv_timeout(Duration::from_secs(5)).expect("committed while the other lane is stopped").expect("committed");
+    for (i, ev) in [
+        chunk("m1", "working"),
+        RuntimeEvent::TurnEnded { stop_reason: acp_inject_core::wire::StopReason::EndTurn, usage: None, error: None },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        a.runtime_event(&SessionId(going.clone()), ev).unwrap_or_else(|e| panic!("event {i}: {e:?}"));
+        let (_, lanes, done) = submit(&mut a);
+        assert!(!lanes.meets(held_lanes));
+        done.recv_timeout(Duration::from_secs(5)).expect("the turn's step committed").expect("committed");
+    }
+    // The same key again on the stalled session is answered from memory (no read waits).
+    a.handle_line(&"c1".into(), &prompt(&stalled, 102, "held"));
+    let (again, again_lanes, _) = submit(&mut a);
+    assert_eq!(answer(&again)["result"]["messageId"], answer(&held)["result"]["messageId"], "{again:?}");
+    assert!(again_lanes.meets(held_lanes), "an answer about the stalled session waits for its commit");
+    assert!(held_done.try_recv().is_err(), "the stopped lane committed nothing");
+    signal(pid, "-CONT");
+    held_done.recv_timeout(Duration::from_secs(10)).expect("committed once the backend runs").expect("committed");
+    drop(a);
+    // Everything is stored: a new process under the name sees both prompts, and mints ids
+    // past every lane's counters.
+    let mut b = host(&url, "l", 10_000);
+    for (id, s, said) in [(1, &stalled, "held"), (2, &going, "goes")] {
+        let kinds = updates(&resume(&mut b, id, s));
+        assert!(kinds.iter().any(|(k, _)| k == "user_message"), "{s} kept its prompt {said:?}: {kinds:?}");
+    }
+    let new = call(&mut b, "c1", 3, "session/new", json!({ "cwd": "/work" }));
+    let fresh = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+    assert!(!sessions.contains(&fresh), "{fresh}");
 }
 
 #[test]

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use acp_inject_core::agent::{
-    cancelled_outcome, Agent, AgentConfig, BreakPoint, ConnId, ConnectionRole, HostCall, HostError, OpenError, Output, PendingInject,
-    PermissionAsk, RuntimeAction, RuntimeEvent, SessionRecord, SessionSetup, Store, StoreError, UserInput,
+    cancelled_outcome, Agent, AgentConfig, BreakPoint, Committed, ConnId, ConnectionRole, HostCall, HostError, Lanes, OpenError,
+    Output, PendingInject, PermissionAsk, RuntimeAction, RuntimeEvent, SessionRecord, SessionSetup, Store, StoreError, UserInput,
 };
 use acp_inject_core::wire::{
     AgentMessageChunk, ContentBlock, ErrorObject, MessageId, PermissionOption, RequestId, RequestPermissionOutcome, SessionId,
@@ -190,6 +190,32 @@ struct Server {
     budget: Mutex<Arc<MemoryBudget>>,
     /// The core has a store (a database round trip may happen under its lock).
     durable: bool,
+    /// Batches whose outputs wait for their commits, when the store commits on several lanes.
+    releases: Mutex<Releases>,
+    /// Wakes the task that releases them; set (once) when the server starts with such a store
+    /// on a multi-threaded runtime, which makes every step after it go through [`Releases`].
+    releasing: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
+}
+
+/// Batches handled under the core's lock, in that order, waiting for their commits: a batch
+/// goes out once its own commit is done and every earlier batch that shares one of its lanes
+/// (the sessions it wrote or looked at) went out, so a batch about other sessions does not
+/// wait for a commit the database holds up.
+#[derive(Default)]
+struct Releases {
+    queue: std::collections::VecDeque<Held>,
+    next: u64,
+}
+
+struct Held {
+    id: u64,
+    /// Its outputs and lanes are known (until then it holds back every later batch).
+    ready: bool,
+    committed: bool,
+    lanes: Lanes,
+    outputs: Vec<Output>,
+    /// Told once the batch went out and its actions were carried out.
+    released: Option<std::sync::mpsc::SyncSender<()>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -209,10 +235,22 @@ type Actions = Vec<Work>;
 
 impl Server {
     /// Runs `f` on the core, commits, sends the lines for the client (in order, while still
-    /// holding the core so no other batch interleaves) and returns the actions.
-    fn step<R>(&self, f: impl FnOnce(&mut Agent) -> R) -> Result<(R, Actions), TurnError> {
+    /// holding the core so no other batch interleaves) and returns the actions. On a store
+    /// with several lanes the batch is committed in the background and goes out in its turn
+    /// ([`Releases`]); this waits until it went out and its actions were carried out (none are
+    /// returned then).
+    fn step<R>(self: &Arc<Self>, f: impl FnOnce(&mut Agent) -> R) -> Result<(R, Actions), TurnError> {
+        self.step_then(true, f)
+    }
+
+    /// [`Server::step`]; with `wait` false, on a store with several lanes it returns once the
+    /// batch is handed over (a client's next message need not wait for this one's commit).
+    fn step_then<R>(self: &Arc<Self>, wait: bool, f: impl FnOnce(&mut Agent) -> R) -> Result<(R, Actions), TurnError> {
         if lock(&self.failed).is_some() {
             return Err(TurnError::Stopped);
+        }
+        if let Some(wake) = self.releasing.get() {
+            return self.step_in_lanes(wait, wake, f);
         }
         let stepped = self.with_core(|agent| {
             let r = f(agent);
@@ -226,6 +264,135 @@ impl Server {
             Err(e) => {
                 self.fail(e);
                 Err(TurnError::Stopped)
+            }
+        }
+    }
+
+    fn step_in_lanes<R>(
+        self: &Arc<Self>,
+        wait: bool,
+        wake: &tokio::sync::Notify,
+        f: impl FnOnce(&mut Agent) -> R,
+    ) -> Result<(R, Actions), TurnError> {
+        let (told, released) = std::sync::mpsc::sync_channel(1);
+        let stepped = self.with_core(|agent| {
+            let r = f(agent);
+            // Its place in the order is taken under the core's lock.
+            let id = {
+                let mut releases = lock(&self.releases);
+                let id = releases.next;
+                releases.next += 1;
+                let released = wait.then(|| told.clone());
+                releases.queue.push_back(Held {
+                    id,
+                    ready: false,
+                    committed: false,
+                    lanes: Lanes::NONE,
+                    outputs: Vec::new(),
+                    released,
+                });
+                id
+            };
+            let server = Arc::downgrade(self);
+            let done: Committed = Box::new(move |result| {
+                if let Some(server) = server.upgrade() {
+                    server.committed(id, result);
+                }
+            });
+            let drained = agent.drain_submit(done);
+            let mut releases = lock(&self.releases);
+            let Some(held) = releases.queue.iter_mut().find(|h| h.id == id) else {
+                // Failed meanwhile: everything queued was dropped.
+                return drained.map(|_| r);
+            };
+            match drained {
+                Ok((outputs, lanes)) => {
+                    held.ready = true;
+                    held.outputs = outputs;
+                    held.lanes = lanes;
+                    Ok(r)
+                }
+                Err(e) => {
+                    releases.queue.retain(|h| h.id != id);
+                    Err(e)
+                }
+            }
+        });
+        drop(told);
+        let r = match stepped {
+            Ok(r) => r,
+            Err(e) => {
+                self.fail(e);
+                return Err(TurnError::Stopped);
+            }
+        };
+        wake.notify_one();
+        if wait {
+            let wait_out = || released.recv();
+            let gone_out = match tokio::runtime::Handle::try_current() {
+                Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait_out),
+                _ => wait_out(),
+            };
+            // Never told: the store failed before it went out.
+            if gone_out.is_err() {
+                return Err(TurnError::Stopped);
+            }
+        }
+        Ok((r, Vec::new()))
+    }
+
+    /// A batch handed to the store is durable (or failed: then nothing more goes out).
+    fn committed(&self, id: u64, result: Result<(), StoreError>) {
+        match result {
+            Ok(()) => {
+                if let Some(held) = lock(&self.releases).queue.iter_mut().find(|h| h.id == id) {
+                    held.committed = true;
+                }
+                if let Some(wake) = self.releasing.get() {
+                    wake.notify_one();
+                }
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Sends every batch whose turn has come ([`Releases`]) and carries out its actions, in
+    /// order; then tells the steps that wait for them. Run by one task only.
+    fn release(self: &Arc<Self>) {
+        loop {
+            if lock(&self.failed).is_some() {
+                return;
+            }
+            let (actions, told) = {
+                let mut releases = lock(&self.releases);
+                let mut blocked = Lanes::NONE;
+                let mut due = Vec::new();
+                let mut i = 0;
+                while i < releases.queue.len() {
+                    let held = &releases.queue[i];
+                    // Not ready yet: its lanes are not known, so it holds back everything.
+                    let lanes = if held.ready { held.lanes } else { Lanes(u64::MAX) };
+                    if held.ready && held.committed && !lanes.meets(blocked) {
+                        due.extend(releases.queue.remove(i));
+                        continue;
+                    }
+                    blocked = blocked | lanes;
+                    i += 1;
+                }
+                let mut actions = Vec::new();
+                let mut told = Vec::new();
+                for held in due {
+                    actions.extend(self.send_lines(held.outputs));
+                    told.extend(held.released);
+                }
+                (actions, told)
+            };
+            if actions.is_empty() && told.is_empty() {
+                return;
+            }
+            self.dispatch(actions);
+            for t in told {
+                let _ = t.send(());
             }
         }
     }
@@ -297,6 +464,8 @@ impl Server {
     fn fail(&self, e: StoreError) {
         let reason = e.to_string();
         lock(&self.failed).get_or_insert(e);
+        // What waits for its commit never goes out (its steps are told it stopped).
+        lock(&self.releases).queue.clear();
         // The reason first: a connection that finds its lines ended asks for it.
         self.stopped.send_if_modified(|r| r.is_none() && r.replace(reason).is_none());
         lock(&self.outboxes).clear();
@@ -340,6 +509,7 @@ impl Server {
         if self.started.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.start_releasing();
         self.keep_leases();
         let interrupted: Vec<SessionId> = self
             .with_core(|agent| agent.session_ids().into_iter().filter(|s| agent.turn(s).is_some_and(|t| t.in_progress())).collect());
@@ -349,6 +519,35 @@ impl Server {
                 self.dispatch(actions);
             }
         }
+    }
+
+    /// On a store that commits on several lanes and a multi-threaded runtime: from now on each
+    /// batch is committed in the background and goes out in its turn, released by a task.
+    fn start_releasing(self: &Arc<Self>) {
+        if self.with_core(|a| a.store_lanes()) < 2 {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            // A step waits for its batch to go out by blocking its thread: the releasing task
+            // needs another.
+            return;
+        }
+        let wake = Arc::new(tokio::sync::Notify::new());
+        if self.releasing.set(Arc::clone(&wake)).is_err() {
+            return;
+        }
+        let server = Arc::downgrade(self);
+        handle.spawn(async move {
+            loop {
+                wake.notified().await;
+                let Some(server) = server.upgrade() else { return };
+                server.release();
+                if server.stopped.borrow().is_some() {
+                    return;
+                }
+            }
+        });
     }
 
     /// Attaches a client connection: the core's lines for it go to the returned queue.
@@ -509,7 +708,7 @@ impl Server {
 
     /// Applies client input to the core (`f`), then one commit and one dispatch.
     fn feed(self: &Arc<Self>, f: impl FnOnce(&mut Agent)) -> Result<(), TurnError> {
-        let ((), actions) = self.step(f)?;
+        let ((), actions) = self.step_then(false, f)?;
         self.dispatch(actions);
         Ok(())
     }
@@ -860,6 +1059,8 @@ impl AgentServer {
             tasks: TaskTracker::new(),
             budget: Mutex::new(MemoryBudget::unlimited()),
             durable,
+            releases: Mutex::new(Releases::default()),
+            releasing: std::sync::OnceLock::new(),
         });
         // Sessions the host opens before any client connects are leased too.
         inner.keep_leases();

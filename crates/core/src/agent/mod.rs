@@ -29,6 +29,7 @@ mod record;
 mod replay;
 mod requests;
 mod runtime;
+mod seen;
 mod snapshot;
 mod store;
 mod turn;
@@ -55,8 +56,9 @@ pub use pending::{Fate, Pending, PendingQueue};
 pub use record::{HistoryEntry, SessionRecord};
 pub use replay::replay;
 pub use runtime::{BreakPoint, HostError, PermissionAsk, RuntimeEvent};
+pub use seen::Seen;
 pub use snapshot::{Connection, Counters, HeldPrompt, LiveSession, LiveState, OpenRequest, RestoreError, LIVE_STATE_VERSION};
-pub use store::{Acquired, Change, MemoryStore, SessionPage, Store, StoreError};
+pub use store::{Acquired, Change, Committed, Lanes, MemoryStore, SessionPage, Store, StoreError};
 pub use turn::{Activity, Announce, NoPermissionOpen, NotRequested, Stream, Turn};
 pub use v1::{V1Connection, PROTOCOL_VERSIONS};
 
@@ -208,7 +210,7 @@ pub enum OpenError {
 pub struct Agent {
     config: AgentConfig,
     counters: Counters,
-    sessions: BTreeMap<SessionId, Session>,
+    sessions: seen::Sessions,
     connections: BTreeMap<ConnId, Connection>,
     /// The agent's own open requests to clients.
     outgoing: outgoing::Outgoing,
@@ -276,7 +278,7 @@ impl Agent {
             scope,
             config,
             counters: Counters::default(),
-            sessions: BTreeMap::new(),
+            sessions: seen::Sessions::new(),
             connections: BTreeMap::new(),
             outgoing: outgoing::Outgoing::default(),
             framers: BTreeMap::new(),
@@ -371,10 +373,13 @@ impl Agent {
     /// requests only it could answer end `cancelled`), and unloads those nobody attends.
     pub(super) fn leave_sessions(&mut self, conn: &ConnId) {
         let mut left = Vec::new();
-        for (id, s) in &mut self.sessions {
+        for (id, s) in self.sessions.iter_mut_unnoted() {
             if s.attached.remove(conn) {
                 left.push(id.clone());
             }
+        }
+        for id in &left {
+            self.sessions.mark(id);
         }
         self.connection_gone(conn);
         for session in left {
@@ -509,7 +514,7 @@ impl Agent {
 
     /// The ids of the live sessions.
     pub fn session_ids(&self) -> Vec<SessionId> {
-        self.sessions.keys().cloned().collect()
+        self.sessions.ids().cloned().collect()
     }
 
     /// A live session's turn (R-TURN-1).
@@ -580,12 +585,47 @@ impl Agent {
         if self.poisoned {
             return Err(StoreError::Poisoned);
         }
+        self.sessions.take_seen();
         if let Err(e) = self.store.commit() {
             self.poisoned = true;
             return Err(e);
         }
+        Ok(self.take_outputs())
+    }
+
+    /// [`Agent::drain`] for a host whose store commits several batches at once
+    /// ([`Store::lanes`]): hands the batch to the store ([`Store::submit`]) and returns its
+    /// outputs at once, with the lanes whose earlier commits they must wait for: the lanes it
+    /// commits on and those of every session it looked at ([`Seen`]). The host releases them
+    /// once `done` was told `Ok` and every earlier batch on those lanes was released; on `Err`
+    /// it releases nothing more and restarts from the store.
+    pub fn drain_submit(&mut self, done: Committed) -> Result<(Vec<Output>, Lanes), StoreError> {
+        if self.poisoned {
+            return Err(StoreError::Poisoned);
+        }
+        let seen = self.sessions.take_seen();
+        let committing = match self.store.submit(done) {
+            Ok(lanes) => lanes,
+            Err(e) => {
+                self.poisoned = true;
+                return Err(e);
+            }
+        };
+        Ok((self.take_outputs(), committing | self.store.lanes_of(&seen)))
+    }
+
+    /// How many lanes the store commits on ([`Store::lanes`]).
+    pub fn store_lanes(&self) -> usize {
+        self.store.lanes()
+    }
+
+    fn take_outputs(&mut self) -> Vec<Output> {
         let out: Vec<Output> = self.out.drain(..).collect();
-        Ok(if self.v1.is_empty() { out } else { self.translate_for_v1(out) })
+        if self.v1.is_empty() {
+            out
+        } else {
+            self.translate_for_v1(out)
+        }
     }
 
     /// Lines for v1 connections in v1's shape (`v1.rs`); the other connections' lines as they

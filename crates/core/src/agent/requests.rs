@@ -610,7 +610,7 @@ impl Agent {
     /// queue (remembered as revoked) and its request is answered `-32800`. Any other id is
     /// ignored: every other request was answered when it arrived.
     fn cancel_held(&mut self, conn: &ConnId, request: &acp_inject_wire::RequestId) {
-        let found = self.sessions.iter().find_map(|(id, s)| {
+        let found = self.sessions.iter_unnoted().find_map(|(id, s)| {
             // The first attempt or a retry (R-IDEM-2): either withdraws the one submission.
             s.held.iter().find(|(_, h)| h.waiters().any(|(c, r)| c == conn && r == request)).map(|(m, _)| (id.clone(), m.clone()))
         });

@@ -168,6 +168,38 @@ pub struct SessionPage {
     pub more: bool,
 }
 
+/// Told once a batch handed over with [`Store::submit`] is durable, or failed.
+pub type Committed = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+
+/// A set of a store's *lanes* (bit `i`: lane `i`, at most 64). A store that commits several
+/// batches at once ([`Store::lanes`] above 1) keeps each session on one lane and commits each
+/// lane's batches in order; batches on different lanes commit independently, so one that
+/// waits on the database does not hold back the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lanes(pub u64);
+
+impl Lanes {
+    /// No lane: a batch that needs to wait for no commit.
+    pub const NONE: Lanes = Lanes(0);
+
+    /// Every lane of a store with `n` of them.
+    pub fn all(n: usize) -> Lanes {
+        Lanes(if n >= 64 { u64::MAX } else { (1u64 << n) - 1 })
+    }
+
+    /// Whether the two sets share a lane.
+    pub fn meets(self, other: Lanes) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
+impl std::ops::BitOr for Lanes {
+    type Output = Lanes;
+    fn bitor(self, other: Lanes) -> Lanes {
+        Lanes(self.0 | other.0)
+    }
+}
+
 /// Where the core keeps sessions, history and (for durable backends) live state.
 pub trait Store: Send {
     /// Records one change of the batch being handled. Errors are kept and reported by
@@ -177,6 +209,30 @@ pub trait Store: Send {
     /// Makes every change recorded since the last commit durable, in one transaction.
     fn commit(&mut self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// How many lanes the store commits on at once ([`Lanes`]); 1 (the default): one batch
+    /// at a time, and [`Store::submit`] is [`Store::commit`].
+    fn lanes(&self) -> usize {
+        1
+    }
+
+    /// The lanes of the sessions `seen` names (every lane when it names them all).
+    fn lanes_of(&self, seen: &super::Seen) -> Lanes {
+        let _ = seen;
+        Lanes::all(self.lanes())
+    }
+
+    /// Hands the batch recorded since the last commit over to be made durable, in one
+    /// transaction, and returns the lanes it commits on; `done` is told when it is durable or
+    /// failed (on any thread, possibly before this returns). Batches on one lane commit in the
+    /// order they were handed over; a batch on several lanes commits after the earlier
+    /// batches of each. Reads ([`Store::history`], …) see every batch handed over before them.
+    /// `Err` (and `done` never told) when the batch fails before anything was sent.
+    fn submit(&mut self, done: Committed) -> Result<Lanes, StoreError> {
+        let result = self.commit();
+        done(result.clone());
+        result.map(|()| Lanes::all(self.lanes()))
     }
 
     /// The sessions of `principal` (those created without one when `None`, R-TENANT-1)

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
-use acp_inject_core::agent::StoreError;
+use acp_inject_core::agent::{Committed, StoreError};
 use std::path::Path;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
@@ -61,6 +61,19 @@ struct Request {
     reply: std_mpsc::SyncSender<Result<Option<Vec<Row>>, StoreError>>,
 }
 
+/// What a connection's thread is asked to do, in order.
+enum Work {
+    /// A request the caller waits for.
+    Run(Request),
+    /// A whole batch, committed in the background: runs once every `after` was signalled
+    /// (the other lanes of a batch on several reached its place in their order), then signals
+    /// `release` (they go on) and tells `done`.
+    Commit { ops: Vec<Op>, after: Vec<oneshot::Receiver<()>>, release: Vec<oneshot::Sender<()>>, done: Committed },
+    /// A batch on several lanes holds this lane here: signals `reached`, then waits for
+    /// `resume` (the batch committed, or failed).
+    Barrier { reached: oneshot::Sender<()>, resume: oneshot::Receiver<()> },
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum End {
     /// Leave the transaction open (a read inside a batch).
@@ -71,7 +84,7 @@ enum End {
 
 /// The connection, with the batch's statements not yet sent.
 pub(crate) struct Conn {
-    tx: mpsc::UnboundedSender<Request>,
+    tx: mpsc::UnboundedSender<Work>,
     /// How long a request may wait for its answer.
     timeout: Duration,
     /// A request went unanswered past `timeout`: what the server did with it is unknown, so
@@ -123,7 +136,15 @@ impl Conn {
     /// locks do not outlive its lease). TCP keepalives find a vanished server. Connecting, and
     /// every request after, waits at most `timeout` for the server; a connection the server
     /// closed between batches is made again (with backoff, within `timeout`).
-    pub fn open(url: &str, lease: Duration, timeout: Duration, host: &str, root_cert: Option<&Path>) -> Result<Conn, StoreError> {
+    /// `label` follows the host's name in `application_name` (a lane's number, say).
+    pub fn open(
+        url: &str,
+        lease: Duration,
+        timeout: Duration,
+        host: &str,
+        label: &str,
+        root_cert: Option<&Path>,
+    ) -> Result<Conn, StoreError> {
         let mut config: tokio_postgres::Config =
             url.parse().map_err(|e| StoreError::Backend(format!("not a PostgreSQL URL ({e}): {}", crate::shown(url))))?;
         let tls = match config.get_ssl_mode() {
@@ -145,7 +166,7 @@ impl Conn {
         }
         if config.get_application_name().is_none() {
             // Names the host's backends in pg_stat_activity.
-            config.application_name(format!("acp-inject {host}"));
+            config.application_name(format!("acp-inject {host}{label}"));
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std_mpsc::sync_channel(1);
@@ -175,6 +196,55 @@ impl Conn {
     /// Adds a statement to the batch.
     pub fn push(&self, op: Op) {
         self.pending.borrow_mut().push(op);
+    }
+
+    /// Takes the batch's statements not sent yet (to commit them on another connection).
+    pub fn take_pending(&self) -> Vec<Op> {
+        std::mem::take(&mut *self.pending.borrow_mut())
+    }
+
+    /// Whether the batch has statements not sent yet.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.borrow().is_empty()
+    }
+
+    /// Whether the batch's transaction is open on the server.
+    pub fn in_batch(&self) -> bool {
+        self.in_batch.get()
+    }
+
+    /// Commits `ops` as one transaction in the background, after this connection's earlier
+    /// work and once every `after` was signalled; then signals `release` and tells `done`
+    /// (the result, or the timeout's error when the server did not answer in time).
+    pub fn commit_in_background(
+        &self,
+        ops: Vec<Op>,
+        after: Vec<oneshot::Receiver<()>>,
+        release: Vec<oneshot::Sender<()>>,
+        done: Committed,
+    ) {
+        if let Err(mpsc::error::SendError(Work::Commit { done, .. })) = self.tx.send(Work::Commit { ops, after, release, done }) {
+            done(Err(gone()));
+        }
+    }
+
+    /// Holds this connection's later work until the returned sender is signalled (or
+    /// dropped); the receiver is signalled once its earlier work is done.
+    pub fn barrier(&self) -> (oneshot::Receiver<()>, oneshot::Sender<()>) {
+        let (reached, reached_rx) = oneshot::channel();
+        let (resume_tx, resume) = oneshot::channel();
+        // A connection whose thread is gone drops `reached`: the waiting batch fails.
+        let _ = self.tx.send(Work::Barrier { reached, resume });
+        (reached_rx, resume_tx)
+    }
+
+    /// Runs a query outside the batch: the statements not sent yet stay unsent (it does not
+    /// see them), and a transaction open on the server is the query's (it sees what was sent).
+    pub fn read_outside(&self, sql: &'static str, params: Vec<Param>) -> Result<Vec<Row>, StoreError> {
+        let kept = self.take_pending();
+        let result = self.send(false, None, Some((sql, params)), End::Open).map(Option::unwrap_or_default);
+        *self.pending.borrow_mut() = kept;
+        result
     }
 
     fn send(
@@ -207,7 +277,7 @@ impl Conn {
         }
         self.in_batch.set(end == End::Open && (opens || self.in_batch.get()));
         let (reply, answer) = std_mpsc::sync_channel(1);
-        self.tx.send(Request { begin, guarded, ops, script, query, end, reply }).map_err(|_| gone())?;
+        self.tx.send(Work::Run(Request { begin, guarded, ops, script, query, end, reply })).map_err(|_| gone())?;
         match answer.recv_timeout(self.timeout) {
             Ok(answer) => answer,
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
@@ -320,7 +390,7 @@ fn serve(
     config: tokio_postgres::Config,
     tls: Option<MakeRustlsConnect>,
     timeout: Duration,
-    mut rx: mpsc::UnboundedReceiver<Request>,
+    mut rx: mpsc::UnboundedReceiver<Work>,
     ready: std_mpsc::SyncSender<Result<(), String>>,
 ) {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -340,20 +410,55 @@ fn serve(
         };
         let _ = ready.send(Ok(()));
         let mut session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None };
-        while let Some(request) = rx.recv().await {
-            if session.client.is_closed() && !session.in_batch {
-                // Closed between batches (a server restart, an administrator, a network cut
-                // the keepalives found): nothing of a batch is lost, so connect again.
-                match reconnect(&config, &tls, timeout).await {
-                    Ok(client) => session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None },
-                    Err(e) => {
+        // A background commit went unanswered past the timeout: what the server did with it
+        // is unknown, so nothing more runs here (the agent stops on that commit's error).
+        let mut dead = false;
+        while let Some(work) = rx.recv().await {
+            match work {
+                Work::Run(request) => {
+                    if dead {
+                        let _ = request.reply.send(Err(stalled(timeout)));
+                        continue;
+                    }
+                    if let Err(e) = session.usable(&config, &tls, timeout).await {
                         let _ = request.reply.send(Err(e));
                         continue;
                     }
+                    let answer =
+                        session.handle(request.begin, request.guarded, request.ops, request.script, request.query, request.end).await;
+                    let _ = request.reply.send(answer);
+                }
+                Work::Commit { ops, after, release, done } => {
+                    let result = if dead {
+                        Err(stalled(timeout))
+                    } else {
+                        let run = async {
+                            for turn in after {
+                                // Dropped: the other lane's thread is gone.
+                                turn.await.map_err(|_| gone())?;
+                            }
+                            session.usable(&config, &tls, timeout).await?;
+                            session.handle(false, false, ops, None, None, End::Commit).await.map(drop)
+                        };
+                        match tokio::time::timeout(timeout, run).await {
+                            Ok(result) => result,
+                            Err(_) => {
+                                dead = true;
+                                Err(stalled(timeout))
+                            }
+                        }
+                    };
+                    for lane in release {
+                        let _ = lane.send(());
+                    }
+                    done(result);
+                }
+                Work::Barrier { reached, resume } => {
+                    let _ = reached.send(());
+                    // Signalled or dropped: the batch holding this lane is over either way.
+                    let _ = resume.await;
                 }
             }
-            let answer = session.handle(request.begin, request.guarded, request.ops, request.script, request.query, request.end).await;
-            let _ = request.reply.send(answer);
         }
     });
 }
@@ -369,6 +474,22 @@ struct Session {
 }
 
 impl Session {
+    /// Connects again when the server closed the connection between batches (a server
+    /// restart, an administrator, a network cut the keepalives found): nothing of a batch is
+    /// lost then.
+    async fn usable(
+        &mut self,
+        config: &tokio_postgres::Config,
+        tls: &Option<MakeRustlsConnect>,
+        timeout: Duration,
+    ) -> Result<(), StoreError> {
+        if self.client.is_closed() && !self.in_batch {
+            let client = reconnect(config, tls, timeout).await?;
+            *self = Session { client, statements: HashMap::new(), in_batch: false, aborted: None };
+        }
+        Ok(())
+    }
+
     async fn statement(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());

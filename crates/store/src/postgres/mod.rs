@@ -24,20 +24,32 @@
 //! counters kept in its `acp_hosts` row. Starting a host bumps that row's epoch; counter
 //! writes are fenced by it, so two processes started under one host name cannot both commit.
 //!
-//! **The connection.** `tokio-postgres` on a thread of its own, with a single-threaded tokio
-//! runtime: [`Store`] is synchronous (the core reads it in the middle of a request), and a
-//! blocking PostgreSQL client must not run on an async runtime's thread. A batch's statements
-//! go out pipelined, in one round trip, inside one transaction per batch.
+//! **The connections.** `tokio-postgres` on threads of their own, each with a single-threaded
+//! tokio runtime: [`Store`] is synchronous (the core reads it in the middle of a request), and
+//! a blocking PostgreSQL client must not run on an async runtime's thread. A batch's
+//! statements go out pipelined, in one round trip, inside one transaction per batch.
+//!
+//! **Lanes.** Besides the connection that reads, a host commits through `acp_lanes`
+//! connections at once (4 by default): each session belongs to one lane ([`lane_of`]), each
+//! lane commits its batches in order ([`Store::submit`]), and a batch that writes sessions of
+//! several lanes commits once the earlier batches of each are committed. So a commit that
+//! waits on the database (a slow or stopped backend, a lock) holds back only the sessions of
+//! its lane. A read sees every batch handed over before it: a read about a session waits for
+//! that session's commits in flight (an idempotency key in flight is answered from memory),
+//! and a batch that reads after it wrote waits for every commit in flight and then runs on the
+//! reading connection, as every batch does with `acp_lanes=1`. Each lane writes the host's
+//! counters on a row of its own (`acp_host_lanes`), so lanes never wait on one another's row.
 
 mod conn;
 mod schema;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use acp_inject_core::agent::{
-    Acquired, Change, Counters, HistoryEntry, LiveSession, LiveState, PendingQueue, SessionPage, SessionRecord, Store, StoreError,
-    Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
+    Acquired, Change, Committed, Counters, HistoryEntry, Lanes, LiveSession, LiveState, PendingQueue, Seen, SessionPage,
+    SessionRecord, Store, StoreError, Turn, DEFAULT_REMEMBER_IDS, LIVE_STATE_VERSION,
 };
 use acp_inject_core::wire::{MessageId, SessionId};
 use tokio_postgres::Row;
@@ -67,6 +79,10 @@ pub struct PgOptions {
     /// With `sslmode=require`: PEM certificates the server's may chain to, beside the webpki
     /// roots (a private CA, a self-signed server).
     pub ssl_root_cert: Option<std::path::PathBuf>,
+    /// How many connections commit at once, each for its own share of the sessions (see the
+    /// module docs); 1 commits every batch on the reading connection, in order. 1 to 64,
+    /// default 4.
+    pub lanes: usize,
 }
 
 impl PgOptions {
@@ -78,6 +94,7 @@ impl PgOptions {
             remember_ids: DEFAULT_REMEMBER_IDS,
             timeout: Duration::from_secs(30),
             ssl_root_cert: None,
+            lanes: 4,
         }
     }
 
@@ -95,6 +112,13 @@ impl PgOptions {
         self
     }
 
+    /// Committing through `n` connections at once (1 to 64).
+    #[must_use]
+    pub fn lanes(mut self, n: usize) -> PgOptions {
+        self.lanes = n;
+        self
+    }
+
     /// Keeping `n` revoked or delivered ids per session.
     #[must_use]
     pub fn remember_ids(mut self, n: u64) -> PgOptions {
@@ -103,7 +127,7 @@ impl PgOptions {
     }
 
     /// Splits a URL into the driver's URL and these options: `acp_host`, `acp_lease_ms`,
-    /// `acp_timeout_ms` and `acp_ssl_root_cert` query parameters (see [`crate::open`]) are
+    /// `acp_timeout_ms`, `acp_lanes` and `acp_ssl_root_cert` query parameters (see [`crate::open`]) are
     /// taken out; the rest stays.
     pub fn from_url(url: &str) -> Result<(String, PgOptions), StoreError> {
         let mut options = PgOptions::new(default_host_name());
@@ -118,6 +142,9 @@ impl PgOptions {
                     options.lease = Duration::from_millis(ms);
                 }
                 Some(("acp_ssl_root_cert", path)) => options.ssl_root_cert = Some(path.into()),
+                Some(("acp_lanes", n)) => {
+                    options.lanes = n.parse().map_err(|_| StoreError::Backend(format!("acp_lanes={n:?} is not a number")))?;
+                }
                 Some(("acp_timeout_ms", ms)) => {
                     let ms: u64 = ms
                         .parse()
@@ -142,6 +169,9 @@ impl PgOptions {
         if self.timeout < Duration::from_millis(100) {
             return Err(StoreError::Backend(format!("a timeout of {:?} is too short (at least 100 ms)", self.timeout)));
         }
+        if !(1..=64).contains(&self.lanes) {
+            return Err(StoreError::Backend(format!("acp_lanes={}: use 1 to 64", self.lanes)));
+        }
         Ok(())
     }
 }
@@ -165,9 +195,63 @@ pub fn default_host_name() -> String {
     }
 }
 
+/// The lane of a session among `lanes` ([`PgOptions::lanes`]): FNV-1a of its id, so every
+/// process (and a test that stops one lane's backend) finds the same.
+pub fn lane_of(session: &SessionId, lanes: usize) -> usize {
+    // FNV-1a, written out: a stable hash of a few bytes needs no crate.
+    let hash = session.0.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    usize::try_from(hash % u64::try_from(lanes.max(1)).unwrap_or(1)).unwrap_or(0)
+}
+
+/// A batch handed to a lane and not known to be committed yet.
+struct Flight {
+    /// The sessions it writes.
+    sessions: BTreeSet<SessionId>,
+    /// The idempotency keys it records (answered from here until it lands).
+    keys: Vec<(SessionId, String, MessageId)>,
+    landed: Arc<Landed>,
+}
+
+/// Set once a flight's commit is over (committed or failed).
+#[derive(Default)]
+struct Landed {
+    done: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Landed {
+    fn set(&self) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.changed.notify_all();
+    }
+
+    fn is_set(&self) -> bool {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until set, at most `timeout`; whether it was.
+    fn wait(&self, timeout: Duration) -> bool {
+        let done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        let (done, _) = self.changed.wait_timeout_while(done, timeout, |d| !*d).unwrap_or_else(|e| e.into_inner());
+        *done
+    }
+}
+
+/// The counters row of the reading connection's commits in `acp_host_lanes` (lanes use 0 to 63).
+const READER_LANE: i32 = 64;
+
 /// The store on a PostgreSQL database. See the module docs.
 pub struct PgStore {
+    /// Reads, and the batches that read after they wrote (all of them with one lane).
     conn: Conn,
+    /// The connections that commit batches in the background (none with one lane).
+    lanes: Vec<Conn>,
+    /// Batches handed to a lane, until they are seen landed.
+    flights: Vec<Flight>,
+    /// Every session the batch wrote (its lanes).
+    routed: BTreeSet<SessionId>,
+    /// The idempotency keys the batch recorded.
+    batch_keys: Vec<(SessionId, String, MessageId)>,
     options: PgOptions,
     /// The epoch of this process's `acp_hosts` row (fences the counters).
     host_epoch: i64,
@@ -246,9 +330,28 @@ impl PgStore {
     /// ([`StoreError::Backend`]).
     pub fn connect(url: &str, options: PgOptions) -> Result<PgStore, StoreError> {
         options.check()?;
-        let conn = Conn::open(url, options.lease, options.timeout, &options.host, options.ssl_root_cert.as_deref())?;
+        let open =
+            |label: &str| Conn::open(url, options.lease, options.timeout, &options.host, label, options.ssl_root_cert.as_deref());
+        let conn = open("")?;
         schema::migrate(&conn)?;
-        Ok(PgStore { conn, options, host_epoch: 0, held: HashMap::new(), touched: BTreeSet::new(), failed: None, counters: None })
+        let lanes = if options.lanes > 1 {
+            (0..options.lanes).map(|i| open(&format!(" lane {i}"))).collect::<Result<_, _>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(PgStore {
+            conn,
+            lanes,
+            flights: Vec::new(),
+            routed: BTreeSet::new(),
+            batch_keys: Vec::new(),
+            options,
+            host_epoch: 0,
+            held: HashMap::new(),
+            touched: BTreeSet::new(),
+            failed: None,
+            counters: None,
+        })
     }
 
     /// This host's name.
@@ -269,7 +372,40 @@ impl PgStore {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        self.read(None, sql, params)
+    }
+
+    /// A read that sees every batch handed over before it: one about `session` waits for that
+    /// session's commits in flight; one in a batch that wrote already (its statements go
+    /// first, in its transaction on the reading connection) waits for every commit in flight.
+    fn read(&self, session: Option<&SessionId>, sql: &'static str, params: Vec<Param>) -> Result<Vec<Row>, StoreError> {
+        if self.conn.has_pending() && !self.conn.in_batch() {
+            self.wait_for(|_| true)?;
+        } else if let Some(s) = session {
+            self.wait_for(|f| f.sessions.contains(s))?;
+        }
         self.conn.query(sql, params)
+    }
+
+    /// Waits for the flights `which` picks to land (at most the store's timeout, past which
+    /// their own lane has failed them).
+    fn wait_for(&self, which: impl Fn(&Flight) -> bool) -> Result<(), StoreError> {
+        let margin = self.options.timeout + Duration::from_secs(1);
+        for flight in self.flights.iter().filter(|f| which(f)) {
+            if !flight.landed.wait(margin) {
+                return Err(StoreError::Backend(format!(
+                    "PostgreSQL did not commit within {} ms (acp_timeout_ms): the database is stalled or out of reach",
+                    self.options.timeout.as_millis()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The lanes of `sessions`.
+    fn lanes_for<'a>(&self, sessions: impl IntoIterator<Item = &'a SessionId>) -> Lanes {
+        let n = self.lanes.len();
+        Lanes(sessions.into_iter().fold(0, |bits, s| bits | 1 << lane_of(s, n)))
     }
 
     fn remember_bound(&self) -> Result<i64, StoreError> {
@@ -304,6 +440,14 @@ impl PgStore {
         if let Some(s) = session {
             if !self.touched.contains(s) {
                 self.touched.insert(s.clone());
+            }
+        }
+        if let Some(s) = session.or(match change {
+            Change::SessionForgotten(id) => Some(id),
+            _ => None,
+        }) {
+            if !self.routed.contains(s) {
+                self.routed.insert(s.clone());
             }
         }
         let missing = |s: &str| format!("session {s:?} is not in the store");
@@ -419,6 +563,7 @@ impl PgStore {
                 }
             }
             Change::KeyRecorded { session, key, message_id } => {
+                self.batch_keys.push((session.clone(), key.to_owned(), message_id.clone()));
                 self.op(
                     "INSERT INTO acp_idempotency_keys (session_id, key, message_id) VALUES ($1, $2, $3)",
                     vec![sid(session), text(key.to_owned()), text(message_id.0.clone())],
@@ -435,7 +580,7 @@ impl PgStore {
 
     /// The statements that end a batch: the counters (fenced by the host's epoch), then each
     /// written session's lease renewed, only while it is still this host's.
-    fn closing_ops(&mut self) -> Result<(), StoreError> {
+    fn closing_ops(&mut self, lane: i32) -> Result<(), StoreError> {
         if let Some(Counters { next_session, next_message, next_request }) = self.counters.take() {
             let params: Vec<Param> = vec![
                 text(self.options.host.clone()),
@@ -443,9 +588,13 @@ impl PgStore {
                 Box::new(to_i64("session counter", next_session)?),
                 Box::new(to_i64("message counter", next_message)?),
                 Box::new(to_i64("request counter", next_request)?),
+                Box::new(lane),
             ];
+            // The host's row is read under a share lock (lanes do not wait on one another;
+            // a new process under this name bumps the epoch only once they committed), and
+            // fences the write by its epoch.
             self.op(
-                "UPDATE acp_hosts SET next_session = $3, next_message = $4, next_request = $5 WHERE host = $1 AND epoch = $2",
+                "WITH h AS (SELECT 1 FROM acp_hosts WHERE host = $1 AND epoch = $2 FOR SHARE)                  INSERT INTO acp_host_lanes (host, lane, next_session, next_message, next_request)                  SELECT $1, $6, $3, $4, $5 FROM h                  ON CONFLICT (host, lane) DO UPDATE SET next_session = excluded.next_session,                  next_message = excluded.next_message, next_request = excluded.next_request",
                 params,
                 Expect::Host(format!(
                     "another process started as host {:?}; this one must stop (give each host its own name)",
@@ -544,9 +693,14 @@ impl Store for PgStore {
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
+        self.routed.clear();
+        self.batch_keys.clear();
         let result = match self.failed.take() {
             Some(e) => Err(e),
-            None => self.closing_ops().and_then(|()| self.conn.commit()),
+            None => {
+                // After every commit in flight: this batch may write their sessions too.
+                self.wait_for(|_| true).and_then(|()| self.closing_ops(READER_LANE)).and_then(|()| self.conn.commit())
+            }
         };
         if result.is_err() {
             self.touched.clear();
@@ -554,6 +708,73 @@ impl Store for PgStore {
             self.conn.rollback();
         }
         result
+    }
+
+    fn lanes(&self) -> usize {
+        self.lanes.len().max(1)
+    }
+
+    fn lanes_of(&self, seen: &Seen) -> Lanes {
+        match seen {
+            Seen::All => Lanes::all(self.lanes()),
+            Seen::Sessions(set) if self.lanes.is_empty() => Lanes(u64::from(!set.is_empty())),
+            Seen::Sessions(set) => self.lanes_for(set),
+        }
+    }
+
+    fn submit(&mut self, done: Committed) -> Result<Lanes, StoreError> {
+        self.flights.retain(|f| !f.landed.is_set());
+        if self.lanes.is_empty() || self.conn.in_batch() {
+            // One lane, or a batch that read after it wrote (its transaction is open on the
+            // reading connection): committed there, now.
+            let all = Lanes::all(self.lanes());
+            let result = self.commit();
+            done(result.clone());
+            return result.map(|()| all);
+        }
+        let routed = std::mem::take(&mut self.routed);
+        let keys = std::mem::take(&mut self.batch_keys);
+        if let Some(e) = self.failed.take() {
+            self.touched.clear();
+            self.counters = None;
+            self.conn.rollback();
+            return Err(e);
+        }
+        let lanes = self.lanes_for(&routed);
+        // A batch of no session (counters only) commits on lane 0.
+        let first = if lanes.0 == 0 { 0 } else { usize::try_from(lanes.0.trailing_zeros()).unwrap_or(0) };
+        if let Err(e) = self.closing_ops(i32::try_from(first).unwrap_or(0)) {
+            self.touched.clear();
+            self.conn.rollback();
+            return Err(e);
+        }
+        let ops = self.conn.take_pending();
+        if ops.is_empty() {
+            done(Ok(()));
+            return Ok(Lanes::NONE);
+        }
+        // The batch's other lanes wait at its place in their order until it committed.
+        let (mut after, mut release) = (Vec::new(), Vec::new());
+        for (i, lane) in self.lanes.iter().enumerate() {
+            if i != first && lanes.0 & (1 << i) != 0 {
+                let (reached, resume) = lane.barrier();
+                after.push(reached);
+                release.push(resume);
+            }
+        }
+        let landed = Arc::new(Landed::default());
+        let landing = Arc::clone(&landed);
+        self.lanes[first].commit_in_background(
+            ops,
+            after,
+            release,
+            Box::new(move |result| {
+                landing.set();
+                done(result);
+            }),
+        );
+        self.flights.push(Flight { sessions: routed, keys, landed });
+        Ok(lanes | Lanes(1 << first))
     }
 
     fn list(&self, cwd: Option<&str>, principal: Option<&str>, before: Option<u64>, limit: usize) -> Result<SessionPage, StoreError> {
@@ -577,26 +798,36 @@ impl Store for PgStore {
         if let Some(c) = cwd {
             params.push(text(c));
         }
-        let rows = self.conn.query(sql, params)?;
+        // What is committed: a session whose change is in flight shows as it was before.
+        let rows = self.read(None, sql, params)?;
         let more = rows.len() > limit;
         let sessions = rows.iter().take(limit).map(read_record).collect::<Result<_, _>>()?;
         Ok(SessionPage { sessions, more })
     }
 
     fn session(&self, session_id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
-        let rows = self
-            .conn
-            .query(concat!("SELECT ", record_columns!(), " FROM acp_sessions WHERE session_id = $1"), vec![sid(session_id)])?;
+        let rows = self.read(
+            Some(session_id),
+            concat!("SELECT ", record_columns!(), " FROM acp_sessions WHERE session_id = $1"),
+            vec![sid(session_id)],
+        )?;
         rows.first().map(read_record).transpose()
     }
 
     fn history(&self, session_id: &SessionId) -> Result<Vec<HistoryEntry>, StoreError> {
-        let rows = self.conn.query("SELECT entry FROM acp_history WHERE session_id = $1 ORDER BY id", vec![sid(session_id)])?;
+        let rows =
+            self.read(Some(session_id), "SELECT entry FROM acp_history WHERE session_id = $1 ORDER BY id", vec![sid(session_id)])?;
         rows.iter().map(|r| from_json("history entry", column::<&str>(r, 0)?)).collect()
     }
 
     fn message_for_key(&self, session_id: &SessionId, key: &str) -> Result<Option<MessageId>, StoreError> {
-        let rows = self.conn.query(
+        // This batch's keys and those in flight are answered from memory; any other is
+        // committed, so the read need not wait for a commit in flight (nor send this batch).
+        let pending = self.flights.iter().filter(|f| !f.landed.is_set()).flat_map(|f| &f.keys).chain(&self.batch_keys);
+        if let Some((_, _, id)) = pending.into_iter().find(|(s, k, _)| s == session_id && k == key) {
+            return Ok(Some(id.clone()));
+        }
+        let rows = self.conn.read_outside(
             "SELECT message_id FROM acp_idempotency_keys WHERE session_id = $1 AND key = $2",
             vec![sid(session_id), text(key.to_owned())],
         )?;
@@ -613,10 +844,20 @@ impl Store for PgStore {
         )?;
         let row = rows.first().ok_or_else(|| StoreError::Backend("registering the host returned no row".into()))?;
         self.host_epoch = column(row, 0)?;
+        // The epoch's new value waited for every lane write of an earlier process under this
+        // name (they hold the host's row shared): the lanes' rows are whole now.
+        let lanes = self.conn.query(
+            "SELECT COALESCE(MAX(next_session), 1), COALESCE(MAX(next_message), 1), COALESCE(MAX(next_request), 1)              FROM acp_host_lanes WHERE host = $1",
+            vec![text(self.options.host.clone())],
+        )?;
+        let lane = lanes.first().ok_or_else(|| StoreError::Backend("reading the host's counters returned no row".into()))?;
+        let most = |i: usize, what: &str| -> Result<u64, StoreError> {
+            Ok(to_u64(what, column(row, i + 1)?)?.max(to_u64(what, column(lane, i)?)?))
+        };
         let counters = Counters {
-            next_session: to_u64("session counter", column(row, 1)?)?,
-            next_message: to_u64("message counter", column(row, 2)?)?,
-            next_request: to_u64("request counter", column(row, 3)?)?,
+            next_session: most(0, "session counter")?,
+            next_message: most(1, "message counter")?,
+            next_request: most(2, "request counter")?,
         };
         Ok(Some(LiveState {
             version: LIVE_STATE_VERSION,
@@ -637,10 +878,12 @@ impl Store for PgStore {
     }
 
     fn acquire(&mut self, session_id: &SessionId) -> Result<Acquired, StoreError> {
-        // Part of the batch: its transaction holds the row until the commit.
+        // Part of the batch: its transaction holds the row until the commit, on the reading
+        // connection, after every commit in flight.
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        self.wait_for(|_| true)?;
         let host = self.options.host.clone();
         let lease = self.lease_secs();
         let taken = self.conn.query_or_busy(
@@ -686,6 +929,7 @@ impl Store for PgStore {
     fn release(&mut self, session_id: &SessionId) {
         let Some(epoch) = self.held.remove(session_id) else { return };
         self.touched.remove(session_id);
+        self.routed.insert(session_id.to_owned());
         self.op(
             "UPDATE acp_sessions SET holder = NULL, expires_at = NULL WHERE session_id = $1 AND holder = $2 AND epoch = $3",
             vec![sid(session_id), text(self.options.host.clone()), Box::new(epoch)],
@@ -697,16 +941,24 @@ impl Store for PgStore {
         if self.held.is_empty() {
             return Ok(());
         }
-        let (ids, epochs): (Vec<String>, Vec<i64>) = self.held.iter().map(|(s, e)| (s.0.clone(), *e)).unzip();
+        self.flights.retain(|f| !f.landed.is_set());
+        // A session with a commit in flight is renewed by that commit (and its row may be
+        // locked by it while the database is slow): not here.
+        let flying: BTreeSet<&SessionId> = self.flights.iter().flat_map(|f| &f.sessions).collect();
+        let (ids, epochs): (Vec<String>, Vec<i64>) =
+            self.held.iter().filter(|(s, _)| !flying.contains(s)).map(|(s, e)| (s.0.clone(), *e)).unzip();
+        if ids.is_empty() {
+            return Ok(());
+        }
         let rows = self.query(
             "UPDATE acp_sessions AS s SET expires_at = now() + make_interval(secs => $4) \
              FROM unnest($1::text[], $2::bigint[]) AS h(id, epoch) \
              WHERE s.session_id = h.id AND s.epoch = h.epoch AND s.holder = $3 RETURNING s.session_id",
-            vec![Box::new(ids), Box::new(epochs), text(self.options.host.clone()), Box::new(self.lease_secs())],
+            vec![Box::new(ids.clone()), Box::new(epochs), text(self.options.host.clone()), Box::new(self.lease_secs())],
         )?;
         let renewed: BTreeSet<String> = rows.iter().map(|r| column::<String>(r, 0)).collect::<Result<_, _>>()?;
-        match self.held.keys().find(|s| !renewed.contains(s.as_str())) {
-            Some(lost) => Err(StoreError::LeaseLost { session: lost.clone() }),
+        match ids.iter().find(|s| !renewed.contains(s.as_str())) {
+            Some(lost) => Err(StoreError::LeaseLost { session: SessionId(lost.clone()) }),
             None => Ok(()),
         }
     }

@@ -7,13 +7,27 @@ use acp_inject_core::agent::StoreError;
 use super::conn::{Conn, Expect, Op};
 
 /// The schema version this release writes (and the newest it reads).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The advisory lock that serialises migrations ("ACPI" as an integer).
 const MIGRATION_LOCK: i64 = 0x4143_5049;
 
 /// Version N's script is `MIGRATIONS[N - 1]`.
-const MIGRATIONS: [&str; 3] = [V1, V2, V3];
+const MIGRATIONS: [&str; 4] = [V1, V2, V3, V4];
+
+/// Version 4: a host commits through several connections at once (lanes); each writes the
+/// host's counters on a row of its own, so no two wait on one row. A host's counters are the
+/// largest of its rows (and of `acp_hosts`, where earlier versions kept them).
+const V4: &str = "
+CREATE TABLE acp_host_lanes (
+    host         text NOT NULL REFERENCES acp_hosts (host) ON DELETE CASCADE,
+    lane         integer NOT NULL,
+    next_session bigint NOT NULL,
+    next_message bigint NOT NULL,
+    next_request bigint NOT NULL,
+    PRIMARY KEY (host, lane)
+);
+";
 
 /// Version 3: tenants (R-TENANT-1). The principal that created a session (NULL: none); a
 /// connection lists its own principal's sessions only.

@@ -139,15 +139,11 @@ fn idle(v: &Value) -> bool {
     v["params"]["update"]["state"] == "idle"
 }
 
-const LANES: usize = 4;
-
-#[test]
-fn another_session_pings_and_new_connections_go_on_while_the_database_is_stopped() {
-    let Some(db) = database("stalled_lane") else { return };
-    let store = format!("{db}?acp_host=stalled&acp_timeout_ms=60000&acp_lanes={LANES}");
+/// Starts the agent on `store` (turns of ten 50 ms steps): the process, and its WebSocket URL.
+fn start(store: &str) -> (Running, String) {
     let mut child = Running(
         Command::new(env!("CARGO_BIN_EXE_acp-inject-agent"))
-            .args(["--listen", "127.0.0.1:0", "--store", &store, "--delay-ms", "50", "--chunks", "10", "--tools", "0"])
+            .args(["--listen", "127.0.0.1:0", "--store", store, "--delay-ms", "50", "--chunks", "10", "--tools", "0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -155,7 +151,16 @@ fn another_session_pings_and_new_connections_go_on_while_the_database_is_stopped
     );
     let mut url = String::new();
     BufReader::new(child.0.stdout.take().unwrap()).read_line(&mut url).unwrap();
-    let url = url.trim().replacen("http", "ws", 1);
+    (child, url.trim().replacen("http", "ws", 1))
+}
+
+const LANES: usize = 4;
+
+#[test]
+fn another_session_pings_and_new_connections_go_on_while_the_database_is_stopped() {
+    let Some(db) = database("stalled_lane") else { return };
+    let store = format!("{db}?acp_host=stalled&acp_timeout_ms=60000&acp_lanes={LANES}");
+    let (_agent, url) = start(&store);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async {
         let mut a = client(&url).await;
@@ -220,17 +225,7 @@ fn another_session_pings_and_new_connections_go_on_while_the_database_is_stopped
 fn pings_and_new_connections_go_on_while_the_database_is_stopped() {
     let Some(db) = database("stalled") else { return };
     let store = format!("{db}?acp_host=stalled&acp_timeout_ms=60000");
-    let mut child = Running(
-        Command::new(env!("CARGO_BIN_EXE_acp-inject-agent"))
-            .args(["--listen", "127.0.0.1:0", "--store", &store, "--delay-ms", "50", "--chunks", "10", "--tools", "0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start acp-inject-agent"),
-    );
-    let mut url = String::new();
-    BufReader::new(child.0.stdout.take().unwrap()).read_line(&mut url).unwrap();
-    let url = url.trim().replacen("http", "ws", 1);
+    let (_agent, url) = start(&store);
     // The agent's reading backend (it connected before it printed its URL).
     let pid = backend(&db, "acp-inject stalled");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();

@@ -139,11 +139,12 @@ fn idle(v: &Value) -> bool {
     v["params"]["update"]["state"] == "idle"
 }
 
-/// Starts the agent on `store` (turns of ten 50 ms steps): the process, and its WebSocket URL.
+/// Starts the agent on `store` (turns of ten 50 ms steps, then a tool call whose result is a
+/// break-point): the process, and its WebSocket URL.
 fn start(store: &str) -> (Running, String) {
     let mut child = Running(
         Command::new(env!("CARGO_BIN_EXE_acp-inject-agent"))
-            .args(["--listen", "127.0.0.1:0", "--store", store, "--delay-ms", "50", "--chunks", "10", "--tools", "0"])
+            .args(["--listen", "127.0.0.1:0", "--store", store, "--delay-ms", "50", "--chunks", "10", "--tools", "1"])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -184,11 +185,19 @@ fn another_session_pings_and_new_connections_go_on_while_the_database_is_stopped
         let stopped_at = Instant::now();
         tokio::time::sleep(Duration::from_millis(300)).await;
 
-        // The other session's whole turn goes on meanwhile: prompt, chunks, idle.
+        // The other session's whole turn goes on meanwhile: prompt, chunks, a steer delivered
+        // at a break-point (the agent's next chunk says it heard it), idle.
         prompt(&mut b, 101, &going).await;
-        let turn = until(&mut b, idle).await;
+        let mut turn = until(&mut b, chunk).await;
+        let steer = json!({"sessionId": going, "mode": "steer", "content": [{"type": "text", "text": "also this"}]});
+        send(&mut b, json!({"jsonrpc": "2.0", "id": 102, "method": "session/inject", "params": steer})).await;
+        turn.extend(until(&mut b, idle).await);
         assert!(turn.iter().any(|v| v["id"] == 101 && v["result"]["messageId"].is_string()), "the prompt was answered: {turn:?}");
-        assert_eq!(turn.iter().filter(|v| chunk(v)).count(), 11, "its ten steps and the closing chunk: {turn:?}");
+        assert_eq!(turn.iter().filter(|v| chunk(v)).count(), 12, "its ten steps, the steer noted, the closing chunk: {turn:?}");
+        let said: String =
+            turn.iter().filter(|v| chunk(v)).map(|v| v["params"]["update"]["content"]["text"].as_str().unwrap_or("")).collect();
+        let steered = turn.iter().find(|v| v["id"] == 102);
+        assert!(said.contains("also this") && said.contains("Done (2 message(s)"), "the turn heard the steer: {said} ({steered:?})");
         // Pings (on the connection whose turn is over: `pong` skips other messages), and a new
         // connection's handshake and initialize.
         for i in 0..5 {

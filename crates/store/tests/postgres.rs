@@ -11,7 +11,7 @@
 
 mod common;
 
-use acp_inject_core::wire::SessionId;
+use acp_inject_core::wire::{MessageId, SessionId};
 use std::time::Duration;
 
 use acp_inject_core::agent::{Agent, BreakPoint, Lanes, RuntimeEvent, StoreError, DEFAULT_REMEMBER_IDS, SESSION_HELD_ELSEWHERE};
@@ -514,6 +514,62 @@ fn a_stopped_lane_holds_back_only_the_sessions_on_it() {
     let new = call(&mut b, "c1", 3, "session/new", json!({ "cwd": "/work" }));
     let fresh = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
     assert!(!sessions.contains(&fresh), "{fresh}");
+}
+
+/// Two sessions of `a` on different lanes (of 4), created and committed.
+fn two_lanes(a: &mut Agent) -> (String, String) {
+    let mut sessions: Vec<String> = Vec::new();
+    for id in 1.. {
+        let new = call(a, "c1", id, "session/new", json!({ "cwd": "/work" }));
+        let s = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
+        if sessions.iter().all(|t| lane_of(&SessionId(t.clone()), 4) != lane_of(&SessionId(s.clone()), 4)) {
+            sessions.push(s);
+        }
+        if sessions.len() == 2 {
+            return (sessions[0].clone(), sessions[1].clone());
+        }
+    }
+    unreachable!()
+}
+
+#[test]
+fn a_failed_lane_commit_stops_every_later_batch_and_ids_stay_unique() {
+    let Some(url) = database("lane_failed") else { return };
+    let options = PgOptions::new("f").timeout(Duration::from_millis(1000)).lanes(4);
+    let mut a = Agent::with_store(config(DEFAULT_REMEMBER_IDS), Box::new(PgStore::connect(&url, options).unwrap())).unwrap();
+    initialize(&mut a, "c1");
+    let (doomed, fine) = two_lanes(&mut a);
+    let prompt = |s: &str, id: u64| request(id, "session/prompt", json!({ "sessionId": s, "prompt": text("go") }));
+    a.handle_line(&"c1".into(), &prompt(&fine, 10));
+    let (_, _, done) = submit(&mut a);
+    done.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+
+    let pid = backend_pid(&url, &format!("f lane {}", lane_of(&SessionId(doomed.clone()), 4)));
+    signal(pid, "-STOP");
+    // An id minted between batches; the next batch (on the stopped lane) records the counters.
+    let minted = a.mint_agent_message_id();
+    a.handle_line(&"c1".into(), &prompt(&doomed, 11));
+    let (_, _, doomed_done) = submit(&mut a);
+    // A later batch uses the id, on a lane that runs: it commits with the counters too.
+    a.runtime_event(&SessionId(fine.clone()), chunk(&minted.0, "uses the id")).unwrap();
+    let (_, _, fine_done) = submit(&mut a);
+    fine_done.recv_timeout(Duration::from_secs(5)).unwrap().expect("the running lane commits");
+    let err = doomed_done.recv_timeout(Duration::from_secs(5)).expect("told").expect_err("the stopped lane's commit times out");
+    assert!(err.to_string().contains("did not answer within 1000 ms"), "{err}");
+    // From then on no batch is handed over, on any lane.
+    a.runtime_event(&SessionId(fine.clone()), chunk(&minted.0, "after the failure")).unwrap();
+    let refused = a.drain_submit(Box::new(|_| panic!("nothing is handed over after a failed commit")));
+    assert!(refused.is_err(), "a batch after a failed commit is refused");
+    assert_eq!(a.drain().expect_err("poisoned"), StoreError::Poisoned);
+    signal(pid, "-CONT");
+    drop(a);
+    // A new process under the name mints past the id the committed batch used.
+    let mut b = host(&url, "f", 10_000);
+    let next = b.mint_agent_message_id();
+    let n = |id: &MessageId| id.0.rsplit('-').next().unwrap().parse::<u64>().unwrap();
+    assert!(n(&next) > n(&minted), "{next:?} after {minted:?}");
+    let replay = serde_json::to_string(&resume(&mut b, 1, &fine)).unwrap();
+    assert!(replay.contains("uses the id") && !replay.contains("after the failure"), "only what committed is stored: {replay}");
 }
 
 #[test]

@@ -214,8 +214,18 @@ struct Held {
     committed: bool,
     lanes: Lanes,
     outputs: Vec<Output>,
-    /// Told once the batch went out and its actions were carried out.
-    released: Option<std::sync::mpsc::SyncSender<()>>,
+    /// Told once the batch went out and its actions were carried out, with the user input
+    /// delivered to the turn that waits (its `Deliver` actions).
+    released: Option<std::sync::mpsc::SyncSender<Actions>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // The releasing task holds only a weak reference: woken, it finds the server gone.
+        if let Some(wake) = self.releasing.get() {
+            wake.notify_one();
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -246,7 +256,8 @@ impl Server {
     /// [`Server::step`]; with `wait` false, on a store with several lanes it returns once the
     /// batch is handed over (a client's next message need not wait for this one's commit).
     fn step_then<R>(self: &Arc<Self>, wait: bool, f: impl FnOnce(&mut Agent) -> R) -> Result<(R, Actions), TurnError> {
-        if lock(&self.failed).is_some() {
+        // `failed` is taken by the first caller that asks why; `stopped` stays.
+        if lock(&self.failed).is_some() || self.stopped.borrow().is_some() {
             return Err(TurnError::Stopped);
         }
         if let Some(wake) = self.releasing.get() {
@@ -327,18 +338,17 @@ impl Server {
             }
         };
         wake.notify_one();
-        if wait {
-            let wait_out = || released.recv();
-            let gone_out = match tokio::runtime::Handle::try_current() {
-                Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait_out),
-                _ => wait_out(),
-            };
-            // Never told: the store failed before it went out.
-            if gone_out.is_err() {
-                return Err(TurnError::Stopped);
-            }
+        if !wait {
+            return Ok((r, Vec::new()));
         }
-        Ok((r, Vec::new()))
+        let wait_out = || released.recv();
+        let went_out = match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait_out),
+            _ => wait_out(),
+        };
+        // Never told: the store failed before it went out.
+        let delivered = went_out.map_err(|_| TurnError::Stopped)?;
+        Ok((r, delivered))
     }
 
     /// A batch handed to the store is durable (or failed: then nothing more goes out).
@@ -360,7 +370,9 @@ impl Server {
     /// order; then tells the steps that wait for them. Run by one task only.
     fn release(self: &Arc<Self>) {
         loop {
-            if lock(&self.failed).is_some() {
+            if lock(&self.failed).is_some() || self.stopped.borrow().is_some() {
+                // Nothing more goes out; a step that queued its batch since is told it stopped.
+                lock(&self.releases).queue.clear();
                 return;
             }
             let (actions, told) = {
@@ -382,8 +394,13 @@ impl Server {
                 let mut actions = Vec::new();
                 let mut told = Vec::new();
                 for held in due {
-                    actions.extend(self.send_lines(held.outputs));
-                    told.extend(held.released);
+                    let (delivered, rest): (Actions, Actions) = self
+                        .send_lines(held.outputs)
+                        .into_iter()
+                        .partition(|w| matches!(w, Work::Action(_, RuntimeAction::Deliver(_))));
+                    actions.extend(rest);
+                    // The input a break-point delivered goes to the turn that waits for it.
+                    told.extend(held.released.map(|t| (t, delivered)));
                 }
                 (actions, told)
             };
@@ -391,8 +408,8 @@ impl Server {
                 return;
             }
             self.dispatch(actions);
-            for t in told {
-                let _ = t.send(());
+            for (t, delivered) in told {
+                let _ = t.send(delivered);
             }
         }
     }
@@ -541,11 +558,9 @@ impl Server {
         handle.spawn(async move {
             loop {
                 wake.notified().await;
+                // Gone: the server's drop woke this task to end it.
                 let Some(server) = server.upgrade() else { return };
                 server.release();
-                if server.stopped.borrow().is_some() {
-                    return;
-                }
             }
         });
     }

@@ -227,8 +227,12 @@ pub trait Store: Send {
     /// transaction, and returns the lanes it commits on; `done` is told when it is durable or
     /// failed (on any thread, possibly before this returns). Batches on one lane commit in the
     /// order they were handed over; a batch on several lanes commits after the earlier
-    /// batches of each. Reads ([`Store::history`], …) see every batch handed over before them.
-    /// `Err` (and `done` never told) when the batch fails before anything was sent.
+    /// batches of each; once one fails, no batch handed over after it commits, nor a later
+    /// batch of its lanes. Reads of a session
+    /// ([`Store::session`], [`Store::history`], [`Store::message_for_key`]) see every batch
+    /// handed over before them; [`Store::list`] may show only what is committed (never less
+    /// than a client was told). `Err` (and `done` never told) when the batch fails before
+    /// anything was sent, or an earlier one failed.
     fn submit(&mut self, done: Committed) -> Result<Lanes, StoreError> {
         let result = self.commit();
         done(result.clone());

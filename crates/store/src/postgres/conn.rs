@@ -410,14 +410,15 @@ fn serve(
         };
         let _ = ready.send(Ok(()));
         let mut session = Session { client, statements: HashMap::new(), in_batch: false, aborted: None };
-        // A background commit went unanswered past the timeout: what the server did with it
-        // is unknown, so nothing more runs here (the agent stops on that commit's error).
-        let mut dead = false;
+        // A background commit failed (or went unanswered past the timeout: what the server did
+        // with it is unknown): nothing more commits here, or a later batch of its sessions
+        // could be stored without it. The agent stops on that commit's error.
+        let mut dead: Option<StoreError> = None;
         while let Some(work) = rx.recv().await {
             match work {
                 Work::Run(request) => {
-                    if dead {
-                        let _ = request.reply.send(Err(stalled(timeout)));
+                    if let Some(e) = &dead {
+                        let _ = request.reply.send(Err(e.clone()));
                         continue;
                     }
                     if let Err(e) = session.usable(&config, &tls, timeout).await {
@@ -429,8 +430,8 @@ fn serve(
                     let _ = request.reply.send(answer);
                 }
                 Work::Commit { ops, after, release, done } => {
-                    let result = if dead {
-                        Err(stalled(timeout))
+                    let result = if let Some(e) = &dead {
+                        Err(e.clone())
                     } else {
                         let run = async {
                             for turn in after {
@@ -440,23 +441,26 @@ fn serve(
                             session.usable(&config, &tls, timeout).await?;
                             session.handle(false, false, ops, None, None, End::Commit).await.map(drop)
                         };
-                        match tokio::time::timeout(timeout, run).await {
-                            Ok(result) => result,
-                            Err(_) => {
-                                dead = true;
-                                Err(stalled(timeout))
-                            }
+                        let result = tokio::time::timeout(timeout, run).await.unwrap_or_else(|_| Err(stalled(timeout)));
+                        if let Err(e) = &result {
+                            dead = Some(e.clone());
                         }
+                        result
                     };
-                    for lane in release {
-                        let _ = lane.send(());
+                    if result.is_ok() {
+                        for lane in release {
+                            let _ = lane.send(());
+                        }
                     }
+                    // Failed: `release` is dropped, and the lanes it held stop too.
                     done(result);
                 }
                 Work::Barrier { reached, resume } => {
                     let _ = reached.send(());
-                    // Signalled or dropped: the batch holding this lane is over either way.
-                    let _ = resume.await;
+                    if resume.await.is_err() {
+                        dead =
+                            Some(StoreError::Backend("a commit this connection waited for failed; nothing more is committed".into()));
+                    }
                 }
             }
         }

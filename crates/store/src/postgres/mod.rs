@@ -252,6 +252,12 @@ pub struct PgStore {
     routed: BTreeSet<SessionId>,
     /// The idempotency keys the batch recorded.
     batch_keys: Vec<(SessionId, String, MessageId)>,
+    /// A commit handed to a lane failed: no batch is handed over after it.
+    broken: Arc<Mutex<Option<StoreError>>>,
+    /// The counters as last recorded: every batch on a lane writes them on its lane's row,
+    /// so a batch that commits carries the counters of every id minted before it (an id
+    /// minted outside a batch, and used by a later one, is never reused after a restart).
+    latest: Option<Counters>,
     options: PgOptions,
     /// The epoch of this process's `acp_hosts` row (fences the counters).
     host_epoch: i64,
@@ -345,6 +351,8 @@ impl PgStore {
             flights: Vec::new(),
             routed: BTreeSet::new(),
             batch_keys: Vec::new(),
+            broken: Arc::new(Mutex::new(None)),
+            latest: None,
             options,
             host_epoch: 0,
             held: HashMap::new(),
@@ -454,6 +462,7 @@ impl PgStore {
         match change {
             Change::Counters { next_session, next_message, next_request } => {
                 self.counters = Some(Counters { next_session, next_message, next_request });
+                self.latest = self.counters;
             }
             Change::SessionCreated(r) => {
                 let mut params = record_params(r)?;
@@ -734,7 +743,8 @@ impl Store for PgStore {
         }
         let routed = std::mem::take(&mut self.routed);
         let keys = std::mem::take(&mut self.batch_keys);
-        if let Some(e) = self.failed.take() {
+        let broken = self.broken.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(e) = self.failed.take().or(broken) {
             self.touched.clear();
             self.counters = None;
             self.conn.rollback();
@@ -743,16 +753,19 @@ impl Store for PgStore {
         let lanes = self.lanes_for(&routed);
         // A batch of no session (counters only) commits on lane 0.
         let first = if lanes.0 == 0 { 0 } else { usize::try_from(lanes.0.trailing_zeros()).unwrap_or(0) };
+        if !self.conn.has_pending() && self.counters.is_none() {
+            // Nothing to store.
+            self.touched.clear();
+            done(Ok(()));
+            return Ok(Lanes::NONE);
+        }
+        self.counters = self.latest;
         if let Err(e) = self.closing_ops(i32::try_from(first).unwrap_or(0)) {
             self.touched.clear();
             self.conn.rollback();
             return Err(e);
         }
         let ops = self.conn.take_pending();
-        if ops.is_empty() {
-            done(Ok(()));
-            return Ok(Lanes::NONE);
-        }
         // The batch's other lanes wait at its place in their order until it committed.
         let (mut after, mut release) = (Vec::new(), Vec::new());
         for (i, lane) in self.lanes.iter().enumerate() {
@@ -764,11 +777,15 @@ impl Store for PgStore {
         }
         let landed = Arc::new(Landed::default());
         let landing = Arc::clone(&landed);
+        let broken = Arc::clone(&self.broken);
         self.lanes[first].commit_in_background(
             ops,
             after,
             release,
             Box::new(move |result| {
+                if let Err(e) = &result {
+                    broken.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| e.clone());
+                }
                 landing.set();
                 done(result);
             }),

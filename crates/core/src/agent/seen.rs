@@ -4,8 +4,8 @@
 //! of sessions) releases a batch's outputs only after the commits of every earlier batch that
 //! touched the same sessions: an answer about a session (its status, a pending list, a turn's
 //! next chunk) never shows a change that is not stored yet, while a batch about other sessions
-//! goes out as soon as its own commit is done. [`super::Agent::drain_seen`] hands the set over
-//! with the outputs.
+//! goes out as soon as its own commit is done. [`super::Agent::drain_submit`] turns the set into
+//! the store's lanes, returned with the outputs.
 
 use std::cell::RefCell;
 use std::collections::{btree_map, BTreeMap, BTreeSet};

@@ -501,6 +501,16 @@ fn a_stopped_lane_holds_back_only_the_sessions_on_it() {
     assert_eq!(answer(&again)["result"]["messageId"], answer(&held)["result"]["messageId"], "{again:?}");
     assert!(again_lanes.meets(held_lanes), "an answer about the stalled session waits for its commit");
     assert!(held_done.try_recv().is_err(), "the stopped lane committed nothing");
+    // A replay of the stalled session needs its commit: after a short wait (the core waits
+    // with it) the resume is answered with an error saying so, not held until the timeout.
+    let started = std::time::Instant::now();
+    let replay = json!({ "sessionId": stalled, "cwd": "/work", "replayFrom": { "type": "start" } });
+    a.handle_line(&"c1".into(), &request(103, "session/resume", replay));
+    let waited = started.elapsed();
+    let (refused, _, _) = submit(&mut a);
+    let error = &answer(&refused)["error"];
+    assert!(error["data"].to_string().contains("try again") || error.to_string().contains("try again"), "{refused:?}");
+    assert!(waited >= Duration::from_secs(2) && waited < Duration::from_secs(5), "answered after {waited:?}");
     signal(pid, "-CONT");
     held_done.recv_timeout(Duration::from_secs(10)).expect("committed once the backend runs").expect("committed");
     drop(a);

@@ -237,6 +237,9 @@ impl Landed {
     }
 }
 
+/// The longest a read waits for commits in flight ([`PgStore::read_wait`]).
+const READ_WAIT: Duration = Duration::from_secs(2);
+
 /// The counters row of the reading connection's commits in `acp_host_lanes` (lanes use 0 to 63).
 const READER_LANE: i32 = 64;
 
@@ -388,22 +391,28 @@ impl PgStore {
     /// first, in its transaction on the reading connection) waits for every commit in flight.
     fn read(&self, session: Option<&SessionId>, sql: &'static str, params: Vec<Param>) -> Result<Vec<Row>, StoreError> {
         if self.conn.has_pending() && !self.conn.in_batch() {
-            self.wait_for(|_| true)?;
+            self.wait_for(|_| true, self.read_wait())?;
         } else if let Some(s) = session {
-            self.wait_for(|f| f.sessions.contains(s))?;
+            self.wait_for(|f| f.sessions.contains(s), self.read_wait())?;
         }
         self.conn.query(sql, params)
     }
 
-    /// Waits for the flights `which` picks to land (at most the store's timeout, past which
-    /// their own lane has failed them).
-    fn wait_for(&self, which: impl Fn(&Flight) -> bool) -> Result<(), StoreError> {
-        let margin = self.options.timeout + Duration::from_secs(1);
+    /// How long a read waits for commits in flight: the core (every session) waits with it,
+    /// so past [`READ_WAIT`] the read fails instead (the client's request is answered with
+    /// the error, and can be made again).
+    fn read_wait(&self) -> Duration {
+        self.options.timeout.min(READ_WAIT)
+    }
+
+    /// Waits for the flights `which` picks to land, at most `bound`.
+    fn wait_for(&self, which: impl Fn(&Flight) -> bool, bound: Duration) -> Result<(), StoreError> {
+        let deadline = std::time::Instant::now() + bound;
         for flight in self.flights.iter().filter(|f| which(f)) {
-            if !flight.landed.wait(margin) {
+            if !flight.landed.wait(deadline.saturating_duration_since(std::time::Instant::now())) {
                 return Err(StoreError::Backend(format!(
-                    "PostgreSQL did not commit within {} ms (acp_timeout_ms): the database is stalled or out of reach",
-                    self.options.timeout.as_millis()
+                    "a commit this needs has waited on PostgreSQL for {} ms (a slow or stalled database): try again",
+                    bound.as_millis()
                 )));
             }
         }
@@ -708,7 +717,9 @@ impl Store for PgStore {
             Some(e) => Err(e),
             None => {
                 // After every commit in flight: this batch may write their sessions too.
-                self.wait_for(|_| true).and_then(|()| self.closing_ops(READER_LANE)).and_then(|()| self.conn.commit())
+                // Their own lanes fail them at the timeout; a margin past it.
+                let bound = self.options.timeout + Duration::from_secs(1);
+                self.wait_for(|_| true, bound).and_then(|()| self.closing_ops(READER_LANE)).and_then(|()| self.conn.commit())
             }
         };
         if result.is_err() {
@@ -900,7 +911,7 @@ impl Store for PgStore {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        self.wait_for(|_| true)?;
+        self.wait_for(|_| true, self.read_wait())?;
         let host = self.options.host.clone();
         let lease = self.lease_secs();
         let taken = self.conn.query_or_busy(

@@ -713,7 +713,9 @@ impl Store for PgStore {
     fn commit(&mut self) -> Result<(), StoreError> {
         self.routed.clear();
         self.batch_keys.clear();
-        let result = match self.failed.take() {
+        // After a lane's failed commit nothing more commits, here either.
+        let broken = self.broken.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let result = match self.failed.take().or(broken) {
             Some(e) => Err(e),
             None => {
                 // After every commit in flight: this batch may write their sessions too.

@@ -457,19 +457,8 @@ fn a_stopped_lane_holds_back_only_the_sessions_on_it() {
     let store = PgStore::connect(&url, options).expect("connect");
     let mut a = Agent::with_store(config(DEFAULT_REMEMBER_IDS), Box::new(store)).expect("agent");
     initialize(&mut a, "c1");
-    // Two sessions on different lanes.
-    let mut sessions: Vec<String> = Vec::new();
-    for id in 1.. {
-        let new = call(&mut a, "c1", id, "session/new", json!({ "cwd": "/work" }));
-        let s = answer(&new)["result"]["sessionId"].as_str().unwrap().to_owned();
-        if sessions.iter().all(|t| lane_of(&SessionId(t.clone()), 4) != lane_of(&SessionId(s.clone()), 4)) {
-            sessions.push(s);
-        }
-        if sessions.len() == 2 {
-            break;
-        }
-    }
-    let (stalled, going) = (sessions[0].clone(), sessions[1].clone());
+    let (stalled, going) = two_lanes(&mut a);
+    let sessions = [stalled.clone(), going.clone()];
     let pid = backend_pid(&url, &format!("l lane {}", lane_of(&SessionId(stalled.clone()), 4)));
     signal(pid, "-STOP");
     // The stalled session's prompt is handed over; its commit does not come back.

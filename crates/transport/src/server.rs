@@ -228,6 +228,15 @@ impl Drop for Server {
     }
 }
 
+/// Runs `f`, which may block its thread: on a multi-threaded tokio runtime the wait is
+/// announced (`block_in_place`), so the worker's other tasks move to another thread.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section here completes or changes nothing, so a poisoned lock still
     // holds consistent data.
@@ -341,11 +350,7 @@ impl Server {
         if !wait {
             return Ok((r, Vec::new()));
         }
-        let wait_out = || released.recv();
-        let went_out = match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait_out),
-            _ => wait_out(),
-        };
+        let went_out = blocking(|| released.recv());
         // Never told: the store failed before it went out.
         let delivered = went_out.map_err(|_| TurnError::Stopped)?;
         Ok((r, delivered))
@@ -425,10 +430,7 @@ impl Server {
             // In memory: nothing under the lock waits on I/O.
             return run();
         }
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
-            _ => run(),
-        }
+        blocking(run)
     }
 
     /// Queues a step's lines for their connections (called with the core locked, so no other

@@ -37,14 +37,6 @@ impl Seen {
             }
         }
     }
-
-    /// Whether the batch may have touched `id`.
-    pub fn contains(&self, id: &SessionId) -> bool {
-        match self {
-            Seen::Sessions(set) => set.contains(id),
-            Seen::All => true,
-        }
-    }
 }
 
 /// The live sessions by id, noting each one the batch being handled reaches.

@@ -419,7 +419,19 @@ impl PgStore {
         Ok(())
     }
 
-    /// The lanes of `sessions`.
+    /// Drops the batch being recorded (it failed, or an earlier commit did).
+    fn drop_batch(&mut self) {
+        self.touched.clear();
+        self.counters = None;
+        self.conn.rollback();
+    }
+
+    /// The error of a lane's failed commit, once one failed.
+    fn broken(&self) -> Option<StoreError> {
+        self.broken.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The lanes of `sessions` (lane 0 for all of them with one lane).
     fn lanes_for<'a>(&self, sessions: impl IntoIterator<Item = &'a SessionId>) -> Lanes {
         let n = self.lanes.len();
         Lanes(sessions.into_iter().fold(0, |bits, s| bits | 1 << lane_of(s, n)))
@@ -714,8 +726,7 @@ impl Store for PgStore {
         self.routed.clear();
         self.batch_keys.clear();
         // After a lane's failed commit nothing more commits, here either.
-        let broken = self.broken.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let result = match self.failed.take().or(broken) {
+        let result = match self.failed.take().or_else(|| self.broken()) {
             Some(e) => Err(e),
             None => {
                 // After every commit in flight: this batch may write their sessions too.
@@ -725,9 +736,7 @@ impl Store for PgStore {
             }
         };
         if result.is_err() {
-            self.touched.clear();
-            self.counters = None;
-            self.conn.rollback();
+            self.drop_batch();
         }
         result
     }
@@ -739,7 +748,6 @@ impl Store for PgStore {
     fn lanes_of(&self, seen: &Seen) -> Lanes {
         match seen {
             Seen::All => Lanes::all(self.lanes()),
-            Seen::Sessions(set) if self.lanes.is_empty() => Lanes(u64::from(!set.is_empty())),
             Seen::Sessions(set) => self.lanes_for(set),
         }
     }
@@ -756,11 +764,8 @@ impl Store for PgStore {
         }
         let routed = std::mem::take(&mut self.routed);
         let keys = std::mem::take(&mut self.batch_keys);
-        let broken = self.broken.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(e) = self.failed.take().or(broken) {
-            self.touched.clear();
-            self.counters = None;
-            self.conn.rollback();
+        if let Some(e) = self.failed.take().or_else(|| self.broken()) {
+            self.drop_batch();
             return Err(e);
         }
         let lanes = self.lanes_for(&routed);
@@ -774,8 +779,7 @@ impl Store for PgStore {
         }
         self.counters = self.latest;
         if let Err(e) = self.closing_ops(i32::try_from(first).unwrap_or(0)) {
-            self.touched.clear();
-            self.conn.rollback();
+            self.drop_batch();
             return Err(e);
         }
         let ops = self.conn.take_pending();
